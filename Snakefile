@@ -1,0 +1,25 @@
+# sealedeval workflow: generate → run → grade → analyze → publish.
+# The table of contents only; helpers live in rules/common.smk, every rule calls the CLI.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schemas/config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/generate.smk"
+include: "rules/run.smk"
+include: "rules/grade.smk"
+include: "rules/analyze.smk"
+include: "rules/publish.smk"
+
+
+rule all:
+    input:
+        "results/result.json",
+        "results/report.md",

@@ -1,0 +1,34 @@
+# Helpers shared by the rule files. Config files are passed to the CLI in the order Snakemake
+# merged them (the Snakefile's default first, then --configfile ones), so the CLI sees exactly
+# the config this workflow was validated against.
+import shlex
+
+
+def _config_files():
+    files = ["config/config.yaml"]
+    for f in workflow.overwrite_configfiles or []:
+        f = str(f)
+        if f not in files:
+            files.append(f)
+    return files
+
+
+CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in _config_files())
+SUITES = sorted(s for s, c in config["suites"].items() if c.get("enabled", True))
+
+
+def suite_engines(suite):
+    return list(config["suites"][suite]["engines"])
+
+
+def run_markers(wildcards):
+    return [f"results/raw/{wildcards.suite}/{e}/_run.json" for e in suite_engines(wildcards.suite)]
+
+
+def all_run_markers(wildcards):
+    return [f"results/raw/{s}/{e}/_run.json" for s in SUITES for e in suite_engines(s)]
+
+
+def llm_server_slots(wildcards):
+    """The embedded model serves one request at a time: one local run job at a time."""
+    return 1 if config["engines"][wildcards.engine]["kind"] == "local" else 0

@@ -1,0 +1,16 @@
+# Engine calls. The output is a marker inside the raw directory, never the directory itself:
+# Snakemake deletes a job's outputs before running it, and raw runs must never be deleted.
+# Inputs are ancient(): after a fresh clone and `dvc pull` mtimes are arbitrary, and a present
+# marker means the calls were made — resume (`sealedeval run`) is how missing calls are added.
+rule run:
+    input:
+        lock=ancient("rubric.lock"),
+    output:
+        "results/raw/{suite}/{engine}/_run.json",
+    log:
+        "logs/run/{suite}.{engine}.log",
+    resources:
+        llm_server=llm_server_slots,
+    shell:
+        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {CONFIG_ARGS} "
+        "> {log} 2>&1"

@@ -1,0 +1,210 @@
+"""Load and validate the workflow configuration.
+
+Config files are YAML, merged left to right (later files win key by key), then validated against
+``config/schemas/config.schema.yaml`` — the same schema Snakemake validates at parse time, so the
+CLI and the workflow can never disagree about what a valid config is. Errors are one line naming
+the file and the key path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sealedeval.canonical import compact
+from sealedeval.errors import UserError
+from sealedeval.fsutil import sha256_text
+
+SCHEMA_RELPATH = Path("config/schemas/config.schema.yaml")
+DEFAULT_CONFIG = Path("config/config.yaml")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One configured engine. Secrets are never stored here, only the env var naming them."""
+
+    name: str
+    kind: str
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str = ""
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    price_in_per_mtok: float = 0.0
+    price_out_per_mtok: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a configured but unset variable is a user error."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise UserError(
+                f"engine {self.name!r}: environment variable {self.api_key_env} is not set"
+            )
+        return key
+
+    def public(self) -> dict[str, Any]:
+        """What may be written to raw rows and reports: no key, only the variable's name."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "model": self.model,
+            "base_url": self.base_url,
+            "price_in_per_mtok": self.price_in_per_mtok,
+            "price_out_per_mtok": self.price_out_per_mtok,
+        }
+
+
+_ENGINE_FIELDS = {f for f in EngineConfig.__dataclass_fields__ if f not in ("name", "extra")}
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    data: Mapping[str, Any]
+    sources: tuple[str, ...]
+
+    @property
+    def seed(self) -> int:
+        return int(self.data["project"]["seed"])
+
+    @property
+    def name(self) -> str:
+        return str(self.data["project"]["name"])
+
+    def engine(self, name: str) -> EngineConfig:
+        engines = self.data["engines"]
+        if name not in engines:
+            known = ", ".join(sorted(engines))
+            raise UserError(f"engine {name!r} is not configured in {self.where} (known: {known})")
+        raw = dict(engines[name])
+        known_fields = {k: raw.pop(k) for k in list(raw) if k in _ENGINE_FIELDS}
+        return EngineConfig(name=name, extra=raw, **known_fields)
+
+    def suite(self, name: str) -> dict[str, Any]:
+        suites = self.data.get("suites", {})
+        if name not in suites:
+            raise UserError(f"suite {name!r} is not configured in {self.where}")
+        return dict(suites[name])
+
+    def enabled_suites(self) -> list[str]:
+        return sorted(n for n, s in self.data.get("suites", {}).items() if s.get("enabled", True))
+
+    @property
+    def where(self) -> str:
+        return " + ".join(self.sources)
+
+    def sha256(self) -> str:
+        return sha256_text(compact(self.data))
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: config file not found") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserError(f"{where}: invalid YAML ({getattr(e, 'problem', e)})") from None
+
+
+def _apply_defaults(schema: Mapping[str, Any], data: Any) -> Any:
+    """Fill ``default`` values from the schema so code never guesses a default of its own."""
+    if not isinstance(data, dict) or not isinstance(schema, Mapping):
+        return data
+    props = schema.get("properties", {})
+    for key, sub in props.items():
+        if key not in data and isinstance(sub, Mapping) and "default" in sub:
+            data[key] = sub["default"]
+        if key in data:
+            data[key] = _apply_defaults(sub, data[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        for key in data:
+            if key not in props:
+                data[key] = _apply_defaults(extra, data[key])
+    return data
+
+
+def load_schema(root: Path) -> dict[str, Any]:
+    schema = _read_yaml(root / SCHEMA_RELPATH)
+    if not isinstance(schema, dict):
+        raise UserError(f"{root / SCHEMA_RELPATH}: schema is not a mapping")
+    return schema
+
+
+def validate(data: Any, schema: Mapping[str, Any], where: str) -> None:
+    """Raise a one-line UserError for the first schema violation (deepest path first)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
+    if errors:
+        e = errors[0]
+        path = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise UserError(f"{where}: {path}: {e.message}")
+
+
+def _relative(root: Path, p: Path) -> Path:
+    """Config sources are recorded relative to the project, so results do not name a machine."""
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(root)
+        except ValueError:
+            return p
+    return p
+
+
+def load_config(
+    root: Path, files: Sequence[Path | str] = (), overrides: Mapping[str, Any] | None = None
+) -> Config:
+    """Merge, validate and default the config files (relative paths are under ``root``)."""
+    root = root.resolve()
+    # config/config.yaml is always the base and the given files merge on top, exactly as
+    # Snakemake merges --configfile over the Snakefile's configfile: CLI and workflow agree.
+    rel = [_relative(root, Path(f)) for f in files]
+    paths = [DEFAULT_CONFIG] + [p for p in rel if p != DEFAULT_CONFIG]
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    for p in paths:
+        full = p if p.is_absolute() else root / p
+        doc = _read_yaml(full)
+        if not isinstance(doc, dict):
+            raise UserError(f"{p}: config must be a mapping at the top level")
+        merged = _merge(merged, doc)
+        sources.append(str(p))
+    if overrides:
+        merged = _merge(merged, overrides)
+    where = " + ".join(sources)
+    schema = load_schema(root)
+    validate(merged, schema, where)
+    merged = _apply_defaults(schema, merged)
+    cfg = Config(root=root, data=merged, sources=tuple(sources))
+    for suite in cfg.enabled_suites():
+        for engine in cfg.suite(suite).get("engines", []):
+            if engine not in merged["engines"]:
+                raise UserError(f"{where}: suites.{suite}.engines: unknown engine {engine!r}")
+    return cfg

@@ -1,0 +1,96 @@
+"""report.md: rendered from result.json's dict only, so it re-derives byte for byte."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sealedeval.publish import golden_md
+from sealedeval.publish.md import table
+
+SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {"golden": golden_md.render}
+
+
+def render_report(result: Mapping[str, Any]) -> str:
+    out = [
+        f"# {result['project']} — evaluation report",
+        "",
+        f"Status: **{result['status']}**. Rubric lock sha256 `{result['rubric_lock_sha256']}`.",
+        f"Config {', '.join(result['config']['sources'])} "
+        f"(sha256 `{result['config']['sha256'][:16]}`).",
+        "",
+        "## Seal and completeness",
+        "",
+    ]
+    rows = []
+    for name, s in result["suites"].items():
+        seal = s["seal"]
+        for eng, c in seal["counts"].items():
+            rows.append(
+                [
+                    name,
+                    eng,
+                    seal["status"],
+                    ", ".join(x[:12] for x in seal["seal_commits"]) or "-",
+                    c["requests"],
+                    c["ok"],
+                    c["error"],
+                    c["missing"],
+                    "complete" if c["complete"] else "INCOMPLETE",
+                ]
+            )
+    out.append(
+        table(
+            [
+                "suite",
+                "engine",
+                "seal",
+                "seal commit",
+                "requests",
+                "ok",
+                "error",
+                "missing",
+                "state",
+            ],
+            rows,
+        )
+    )
+    out += [
+        "",
+        "Errors are infrastructure failures (never graded as model failures) and are "
+        "never dropped: each table shows n_ok and n_error, and headline rates are given over "
+        "completed requests and with errors counted as failures.",
+        "",
+    ]
+    for name, s in result["suites"].items():
+        render = SECTIONS.get(name)
+        if render is not None:
+            out += [render(s), ""]
+    out += ["## Engines", ""]
+    out.append(
+        table(
+            ["engine", "kind", "model", "price in/out per Mtok"],
+            [
+                [
+                    k,
+                    e.get("kind", ""),
+                    e.get("model", ""),
+                    f"${e.get('price_in_per_mtok', 0)} / ${e.get('price_out_per_mtok', 0)}",
+                ]
+                for k, e in result["engines"].items()
+            ],
+        )
+    )
+    out += ["", "## Raw-run manifest", ""]
+    out.append(
+        table(
+            ["file", "rows", "sha256"],
+            [[m["path"], m["rows"], f"`{m['sha256'][:16]}…`"] for m in result["manifest"]],
+        )
+    )
+    out += [
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(result["versions"].items())) + ".",
+        "",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,1 @@
+"""Dispatch requests to engines (asyncio, limits, retries, progress) and the solvers."""

@@ -1,0 +1,132 @@
+"""``sealedeval run SUITE --engine E``: seal check → requests → dispatch → raw store.
+
+Resume is by request key: keys already answered ok under the current seal are skipped, errored
+keys are asked again (a new row is appended; the old error row stays as history). Raw rows sealed
+under a *different* rubric hash are refused rather than mixed: a re-sealed rubric needs new runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sealedeval.canonical import dumps
+from sealedeval.config import Config
+from sealedeval.engines import build_engine
+from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.fsutil import write_text_atomic
+from sealedeval.run.dispatcher import Dispatcher, RunStats
+from sealedeval.seal import lock
+from sealedeval.store.raw import RawWriter, raw_dir, raw_files, read_raw
+from sealedeval.suites.base import Suite, derive_seed, get_suite
+
+MARKER = "_run.json"
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: Suite
+    seal: lock.SealState
+    seed: int
+    items: list[dict[str, Any]]
+
+
+def suite_seed(cfg: Config, suite: str, rubric_sha256: str) -> int:
+    """Item seeds derive from the config seed and the rubric hash (see DESIGN, generate)."""
+    return derive_seed(cfg.seed, rubric_sha256, suite)
+
+
+def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
+    suite = get_suite(suite_name)
+    cfg.suite(suite_name)
+    seal = lock.check(cfg.root, suite_name, suite.rubric_inputs(), unsealed=unsealed)
+    seed = suite_seed(cfg, suite_name, seal.rubric_sha256)
+    return Plan(suite, seal, seed, suite.generate(cfg, seed))
+
+
+def _existing(root: Path, suite: str, engine: str, rubric: str) -> set[str]:
+    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    if not files:
+        return set()
+    t = read_raw(files).select(["request_key", "status", "rubric_sha256"]).to_pylist()
+    other = {r["rubric_sha256"] for r in t} - {rubric}
+    if other:
+        raise UserError(
+            f"{raw_dir(root, suite, engine)}: holds rows under another rubric hash "
+            f"({sorted(other)[0][:12]}…); move them aside before running under the new seal"
+        )
+    return {r["request_key"] for r in t if r["status"] == "ok"}
+
+
+def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run_suite(
+    cfg: Config,
+    suite_name: str,
+    engine_name: str,
+    *,
+    unsealed: bool = False,
+    progress: bool = True,
+    flush_rows: int = 16,
+    limit: int | None = None,
+) -> RunStats:
+    p = plan(cfg, suite_name, unsealed=unsealed)
+    ecfg = cfg.engine(engine_name)
+    out_dir = raw_dir(cfg.root, suite_name, engine_name)
+    log_dir = cfg.root / "logs" / "engines"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    engine = build_engine(
+        ecfg, answerer=p.suite.reference_answer, log_path=log_dir / f"{engine_name}.log"
+    )
+    requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
+    if limit is not None:
+        requests = requests[:limit]
+    done = _existing(cfg.root, suite_name, engine_name, p.seal.rubric_sha256)
+    todo: list[Request] = [r for r in requests if r.request_key not in done]
+    stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
+    writer = RawWriter(out_dir, flush_rows=flush_rows)
+    if todo:
+        old = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+        try:
+            asyncio.run(_dispatch(engine, writer, p, todo, stats, progress))
+        finally:
+            signal.signal(signal.SIGTERM, old)
+            writer.close()
+    marker: dict[str, Any] = {
+        "suite": suite_name,
+        "engine": engine_name,
+        "requested": stats.requested,
+        "ok_before": stats.skipped,
+        "ok_now": stats.ok,
+        "error_now": stats.error,
+        "errors_by_kind": dict(stats.by_kind),
+        "sealed": p.seal.sealed,
+        "rubric_sha256": p.seal.rubric_sha256,
+        "seal_commit": p.seal.seal_commit,
+    }
+    write_text_atomic(out_dir / MARKER, dumps(marker))
+    if stats.bugs:
+        raise stats.bugs[0]
+    return stats
+
+
+async def _dispatch(
+    engine: Any, writer: RawWriter, p: Plan, todo: list[Request], stats: RunStats, progress: bool
+) -> None:
+    await engine.start()
+    try:
+        await Dispatcher(engine, writer, p.seal, progress=progress).run(todo, stats)
+    finally:
+        await engine.close()
+
+
+def print_stats(stats: RunStats, suite: str, engine: str) -> None:
+    print(f"{suite}/{engine}: {stats.line()}", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""The seal: rubric.lock (hash set), its git binding, external anchors, and the audit."""

@@ -1,0 +1,255 @@
+"""``sealedeval audit``: prove result.json follows from raw runs made under a prior seal.
+
+Each check is independent and reported as a row (PASS / FAIL / WARN with a one-line reason); any
+FAIL makes the exit code non-zero. Order in time is judged from git committer dates and the rows'
+``started_at``. Both are set by clients, so the table says plainly when nothing stronger (an
+RFC 3161 token, a deposit) anchors the seal.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sealedeval.config import Config
+from sealedeval.errors import UserError
+from sealedeval.fsutil import sha256_file
+from sealedeval.seal import git, lock
+from sealedeval.store.raw import latest_rows, raw_files, read_raw
+from sealedeval.suites.base import get_suite
+
+RESULT = Path("results/result.json")
+REPORT_MD = Path("results/report.md")
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # PASS | FAIL | WARN
+    detail: str
+
+
+def _ts(iso: str) -> float:
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+class Auditor:
+    def __init__(self, cfg: Config, *, allow_unsealed: bool = False) -> None:
+        self.cfg = cfg
+        self.root = cfg.root
+        self.allow_unsealed = allow_unsealed
+        self.checks: list[Check] = []
+        self.rows: list[dict[str, Any]] = []
+        self.result: dict[str, Any] | None = None
+
+    def add(self, name: str, ok: bool, detail: str, *, warn: bool = False) -> None:
+        self.checks.append(Check(name, "PASS" if ok else ("WARN" if warn else "FAIL"), detail))
+
+    def _guard(self, name: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except UserError as e:
+            self.add(name, False, str(e))
+
+    def run(self) -> list[Check]:
+        self._guard("raw runs readable", self.load)
+        self._guard("lock matches files", self.check_lock)
+        self._guard("lock committed", self.check_committed)
+        self._guard("seal precedes runs", self.check_order)
+        self._guard("rows bound to seal", self.check_binding)
+        self._guard("manifest checksums", self.check_manifest)
+        self._guard("result re-derives", self.check_rederive)
+        self._guard("counts add up", self.check_counts)
+        self._guard("external anchors", self.check_anchors)
+        return self.checks
+
+    # -- checks ---------------------------------------------------------------------------------
+    def load(self) -> None:
+        files = raw_files(self.root)
+        self.rows = read_raw(files).to_pylist()
+        self.add(
+            "raw runs readable",
+            bool(files),
+            f"{len(files)} parts, {len(self.rows)} rows"
+            if files
+            else "no raw runs under results/raw",
+        )
+        path = self.root / RESULT
+        if path.exists():
+            try:
+                self.result = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as e:
+                raise UserError(f"{RESULT}: not valid JSON ({e})") from None
+
+    def suites_in_rows(self) -> list[str]:
+        return sorted({r["suite"] for r in self.rows})
+
+    def check_lock(self) -> None:
+        doc = lock.read(self.root)
+        bad: list[str] = []
+        for s in self.suites_in_rows():
+            suite = get_suite(s)
+            now = lock.compute(self.root, {s: suite.rubric_inputs()})["suites"][s]
+            if s not in doc["suites"]:
+                bad.append(f"{s}: not in lock")
+                continue
+            if set(now["files"]) != set(doc["suites"][s]["files"]):
+                bad.append(f"{s}: input set changed")
+            bad += [f"{s}: {m}" for m in lock.mismatches(self.root, doc, s)]
+        self.add(
+            "lock matches files",
+            not bad,
+            "; ".join(bad[:3]) or f"{len(doc['suites'])} suites, combined {doc['sha256'][:12]}",
+        )
+
+    def check_committed(self) -> None:
+        if not git.is_repo(self.root):
+            raise UserError(f"{self.root}: not a git repository")
+        ok = git.is_clean(self.root, lock.LOCK_NAME)
+        self.add(
+            "lock committed",
+            ok,
+            "tracked and unchanged since its commit"
+            if ok
+            else f"{lock.LOCK_NAME} is untracked or modified",
+        )
+
+    def check_order(self) -> None:
+        """Seal commit is an ancestor of HEAD and of every raw-run commit, and precedes the
+        earliest started_at of the rows bound to it."""
+        problems: list[str] = []
+        by_commit: dict[str, list[str]] = {}
+        for r in self.rows:
+            if r["sealed"] and r["seal_commit"]:
+                by_commit.setdefault(r["seal_commit"], []).append(r["started_at"])
+        if not by_commit:
+            self.add("seal precedes runs", False, "no sealed rows")
+            return
+        raw_commits = git.git(
+            self.root, "log", "--format=%H", "--", "results/raw", "dvc.lock", check=False
+        ).split()
+        for commit, starts in sorted(by_commit.items()):
+            if not git.is_ancestor(self.root, commit, "HEAD"):
+                problems.append(f"seal commit {commit[:12]} is not in this history")
+                continue
+            lock_then = git.show(self.root, commit, lock.LOCK_NAME)
+            if lock_then is None:
+                problems.append(f"seal commit {commit[:12]} holds no {lock.LOCK_NAME}")
+            first = min(starts)
+            t_seal = git.commit_time(self.root, commit)
+            if _ts(first) < t_seal:
+                problems.append(
+                    f"first call {first} precedes seal commit {commit[:12]} "
+                    f"({dt.datetime.fromtimestamp(t_seal, dt.UTC):%Y-%m-%dT%H:%M:%SZ})"
+                )
+            for c in raw_commits:
+                if not git.is_ancestor(self.root, commit, c):
+                    problems.append(f"raw runs committed in {c[:12]}, not after seal {commit[:12]}")
+                    break
+        self.add(
+            "seal precedes runs",
+            not problems,
+            "; ".join(problems[:3])
+            or f"{len(by_commit)} seal commit(s), all ancestors of the runs; first call after "
+            "the seal commit (git dates are client-set)",
+        )
+
+    def check_binding(self) -> None:
+        doc = lock.read(self.root)
+        bad = Counter[str]()
+        unsealed = 0
+        for r in self.rows:
+            want = doc["suites"].get(r["suite"], {}).get("sha256")
+            if not r["sealed"]:
+                unsealed += 1
+            elif r["rubric_sha256"] != want:
+                bad[r["suite"]] += 1
+        problems = [f"{n} {s} rows carry another rubric hash" for s, n in sorted(bad.items())]
+        if unsealed and not self.allow_unsealed:
+            problems.append(f"{unsealed} unsealed rows (run with --unsealed) mixed in")
+        self.add(
+            "rows bound to seal",
+            not problems,
+            "; ".join(problems)
+            or f"{len(self.rows)} rows carry the lock hash"
+            + (f" ({unsealed} unsealed, declared)" if unsealed else ""),
+        )
+
+    def check_manifest(self) -> None:
+        if self.result is None:
+            raise UserError(f"{RESULT}: missing; run `sealedeval publish`")
+        listed = {m["path"]: m for m in self.result.get("manifest", [])}
+        present = {f.relative_to(self.root).as_posix(): f for f in raw_files(self.root)}
+        problems = [f"{p} missing" for p in sorted(set(listed) - set(present))]
+        problems += [f"{p} not in manifest" for p in sorted(set(present) - set(listed))]
+        for p in sorted(set(listed) & set(present)):
+            if sha256_file(present[p]) != listed[p]["sha256"]:
+                problems.append(f"{p} sha256 differs")
+            elif read_raw([present[p]]).num_rows != listed[p]["rows"]:
+                problems.append(f"{p} row count differs")
+        self.add(
+            "manifest checksums",
+            not problems,
+            "; ".join(problems[:3]) or f"{len(listed)} files match",
+        )
+
+    def check_rederive(self) -> None:
+        from sealedeval.publish.build import build
+
+        text, report = build(self.cfg)
+        have = (self.root / RESULT).read_bytes() if (self.root / RESULT).exists() else b""
+        problems = []
+        if have != text.encode("utf-8"):
+            problems.append(f"{RESULT} differs from the re-derivation")
+        md = self.root / REPORT_MD
+        if md.exists() and md.read_bytes() != report.encode("utf-8"):
+            problems.append(f"{REPORT_MD} differs from the re-derivation")
+        self.add(
+            "result re-derives",
+            not problems,
+            "; ".join(problems) or "result.json and report.md rebuilt byte for byte",
+        )
+
+    def check_counts(self) -> None:
+        if self.result is None:
+            raise UserError(f"{RESULT}: missing")
+        latest = latest_rows(self.rows)
+        problems = []
+        for suite, s in self.result.get("suites", {}).items():
+            for eng, c in s["seal"]["counts"].items():
+                mine = [r for r in latest.values() if r["suite"] == suite and r["engine"] == eng]
+                st = Counter(r["status"] for r in mine)
+                if c["ok"] + c["error"] + c["refused"] != c["requests"]:
+                    problems.append(f"{suite}/{eng}: ok+error+refused != requests")
+                if (st["ok"], st["error"], len(mine)) != (c["ok"], c["error"], c["requests"]):
+                    problems.append(f"{suite}/{eng}: counts differ from raw rows")
+        self.add(
+            "counts add up",
+            not problems,
+            "; ".join(problems[:3]) or "ok + error + refused = requests for every suite and engine",
+        )
+
+    def check_anchors(self) -> None:
+        self.add(
+            "external anchors",
+            False,
+            "none: only git dates exist, and a git date is set "
+            "by the client and proves nothing on its own",
+            warn=True,
+        )
+
+
+def render(checks: list[Check]) -> str:
+    w = max(len(c.name) for c in checks)
+    lines = [f"{'check':<{w}}  result  detail"]
+    lines += [f"{c.name:<{w}}  {c.status:<6}  {c.detail}" for c in checks]
+    return "\n".join(lines)
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(c.status == "FAIL" for c in checks)

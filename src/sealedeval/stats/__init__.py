@@ -1,0 +1,52 @@
+"""Statistics for sealed evaluations: small pure functions, one estimator each.
+
+Conventions shared by every function:
+
+* The item (question) is the unit of analysis: replicates are averaged within item first.
+* Undefined results are ``nan`` (e.g. an SE from one item, pass@k from fewer than k trials,
+  kappa when chance agreement is 1), never a spurious 0.0 or 1.0.
+* Malformed input (``c > n``, mismatched lengths, NaN scores, p-values outside [0, 1]) raises
+  ``ValueError``; a non-integer count raises ``TypeError``.
+* No SciPy: exact integer arithmetic for binomial tails, ``statistics.NormalDist`` for normal
+  quantiles, seeded ``numpy.random.Generator(PCG64(seed))`` for the bootstrap.
+"""
+
+from ._abstention import abstention_score
+from ._agreement import agreement, cohen_kappa
+from ._bootstrap import bootstrap_by_group, stratified_bootstrap
+from ._contamination import mean_nll, min_k_prob, perplexity
+from ._multiple import benjamini_hochberg, holm
+from ._paired import paired_se, sign_test, sign_test_items, unpaired_se
+from ._passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+from ._power import sample_size_items
+from ._proportion import Z_95, compounded, wilson
+from ._se import clustered_se, item_means, item_se, mean_sd
+
+__all__ = [
+    "Z_95",
+    "abstention_score",
+    "agreement",
+    "benjamini_hochberg",
+    "bootstrap_by_group",
+    "clustered_se",
+    "cohen_kappa",
+    "compounded",
+    "holm",
+    "item_means",
+    "item_se",
+    "mean_nll",
+    "mean_pass_at_k",
+    "mean_pass_hat_k",
+    "mean_sd",
+    "min_k_prob",
+    "paired_se",
+    "pass_at_k",
+    "pass_hat_k",
+    "perplexity",
+    "sample_size_items",
+    "sign_test",
+    "sign_test_items",
+    "stratified_bootstrap",
+    "unpaired_se",
+    "wilson",
+]

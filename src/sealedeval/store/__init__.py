@@ -1,0 +1,6 @@
+"""Raw-run store: append-only Parquet parts, resume keys, manifest."""
+
+from sealedeval.store.raw import RawWriter, latest_rows, raw_dir, raw_files, read_raw
+from sealedeval.store.schema import RAW_SCHEMA, RawRow
+
+__all__ = ["RAW_SCHEMA", "RawRow", "RawWriter", "latest_rows", "raw_dir", "raw_files", "read_raw"]

@@ -1,0 +1,151 @@
+"""Golden analysis plan, pre-registered (this file is sealed).
+
+Unit of analysis: the task. Rates carry Wilson 95% intervals and are given over completed requests
+and, beside them, with errors counted as failures (a lower bound). Repeats (temperature > 0, fixed
+seeds) give per-run correct counts with mean and sd, and pass@k / pass^k for k = 1..R, averaged over
+tasks. Two engines (or branches) are compared on the greedy run with an exact two-sided sign test
+on the tasks where they disagree. Twenty tasks cannot rank close systems: the report says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sealedeval import stats
+
+ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
+INTERVALS = "Wilson 95% score interval for rates; exact two-sided sign test for paired comparisons"
+
+
+def rate(k: int, n: int) -> dict[str, Any]:
+    lo, hi = stats.wilson(k, n)
+    return {"k": k, "n": n, "rate": k / n if n else math.nan, "lo": lo, "hi": hi}
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+def greedy_table(
+    tasks: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    graded: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One greedy answer per task: accuracy, graders side by side, abstention, cost, latency."""
+    by_key = {r["request_key"]: r for r in rows}
+    cats: Counter[str] = Counter()
+    scores: dict[str, dict[str, float]] = defaultdict(dict)
+    cat_of: dict[str, str] = {}
+    for g in graded:
+        if g["request_key"] not in by_key:
+            continue
+        cat_of[g["request_key"]] = g["category"]
+        if g["grader"] != "-":
+            scores[g["grader"]][g["request_key"]] = float(g["score"])
+    for key in by_key:
+        cats[cat_of.get(key, "error")] += 1
+    n_total = len(by_key)
+    n_error = cats["error"]
+    n_ok = n_total - n_error
+    correct = cats["correct"]
+    by_cat: dict[str, Counter[str]] = defaultdict(Counter)
+    for key, r in by_key.items():
+        by_cat[tasks[r["item_id"]]["category"]][cat_of.get(key, "error")] += 1
+    ok_rows = [r for r in by_key.values() if r["status"] == "ok"]
+    cost = sum(float(r["cost_usd"]) for r in by_key.values())
+    latency = sum(float(r["latency_s"]) for r in ok_rows)
+    facts = [scores["facts"][k] for k in scores["facts"]]
+    multi = [
+        scores["facts"][k] for k in scores["facts"] if len(tasks[by_key[k]["item_id"]]["facts"]) > 1
+    ]
+    answerable = [
+        cat_of[k]
+        for k in by_key
+        if cat_of.get(k) != "error" and tasks[by_key[k]["item_id"]]["category"] != "abstain"
+    ]
+    a_c, a_w, a_a = (answerable.count(c) for c in ("correct", "wrong", "abstained"))
+    return {
+        "n_total": n_total,
+        "n_ok": n_ok,
+        "n_error": n_error,
+        "categories": dict(sorted(cats.items())),
+        "accuracy": rate(correct, n_ok),
+        "accuracy_lower_bound": rate(correct, n_total),
+        "exact": rate(sum(1 for v in scores["exact"].values() if v == 1.0), n_ok),
+        "facts_partial_credit": sum(facts) / len(facts) if facts else math.nan,
+        "multi_fact": {
+            "n": len(multi),
+            "partial_credit": sum(multi) / len(multi) if multi else math.nan,
+            "all_or_nothing": sum(1 for v in multi if v == 1.0) / len(multi) if multi else math.nan,
+        },
+        "by_task_category": {
+            c: {"correct": v["correct"], "n": sum(v.values())} for c, v in sorted(by_cat.items())
+        },
+        "abstention": {
+            "n_answerable": len(answerable),
+            "accuracy": _ratio(a_c, len(answerable)),
+            "error_rate": _ratio(a_w, len(answerable)),
+            "abstention_rate": _ratio(a_a, len(answerable)),
+            "score": {
+                str(t): stats.abstention_score(a_c, a_w, a_a, t) if answerable else math.nan
+                for t in ABSTENTION_THRESHOLDS
+            },
+        },
+        "tokens_in": sum(int(r["tokens_in"]) for r in by_key.values()),
+        "tokens_out": sum(int(r["tokens_out"]) for r in by_key.values()),
+        "cost_usd": cost,
+        "cost_per_attempt_usd": _ratio(cost, n_total),
+        "cost_per_solved_usd": _ratio(cost, correct),
+        "latency_per_attempt_s": _ratio(latency, len(ok_rows)),
+        "latency_per_solved_s": _ratio(latency, correct),
+    }
+
+
+def repeats_table(
+    rows: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]], n_runs: int
+) -> dict[str, Any]:
+    """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs."""
+    cat_of = {g["request_key"]: g["category"] for g in graded}
+    per_run = [0] * n_runs
+    trials: dict[str, list[bool]] = defaultdict(list)
+    n_error = 0
+    for r in rows:
+        cat = cat_of.get(r["request_key"], "error")
+        if cat == "error":
+            n_error += 1
+            continue
+        ok = cat == "correct"
+        trials[r["item_id"]].append(ok)
+        if 0 <= int(r["repeat"]) < n_runs and ok:
+            per_run[int(r["repeat"])] += 1
+    mean, sd = stats.mean_sd([float(x) for x in per_run]) if n_runs else (math.nan, math.nan)
+    ks = range(1, n_runs + 1)
+    return {
+        "n_runs": n_runs,
+        "n_total": len(rows),
+        "n_error": n_error,
+        "per_run_correct": per_run,
+        "per_run_mean": mean,
+        "per_run_sd": sd,
+        "pass_at_k": {str(k): stats.mean_pass_at_k(trials, k) for k in ks} if trials else {},
+        "pass_hat_k": {str(k): stats.mean_pass_hat_k(trials, k) for k in ks} if trials else {},
+    }
+
+
+def compare(a: str, b: str, correct: Mapping[str, Mapping[str, bool]]) -> dict[str, Any]:
+    """Exact sign test on tasks both engines completed; ``correct[engine][item]``."""
+    common = sorted(set(correct.get(a, {})) & set(correct.get(b, {})))
+    a_only = sum(1 for i in common if correct[a][i] and not correct[b][i])
+    b_only = sum(1 for i in common if correct[b][i] and not correct[a][i])
+    return {
+        "a": a,
+        "b": b,
+        "condition": "greedy",
+        "n_items": len(common),
+        "a_only": a_only,
+        "b_only": b_only,
+        "p": stats.sign_test(a_only, b_only),
+    }

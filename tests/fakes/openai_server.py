@@ -1,0 +1,618 @@
+"""A loopback fake OpenAI-compatible server with fault injection.
+
+Stdlib only: a ``ThreadingHTTPServer`` serving HTTP/1.1 (keep-alive, exact Content-Length)
+on ``127.0.0.1`` from a daemon thread. Used by the test suite to exercise the asyncio HTTP
+dispatcher (retries, Retry-After backoff, error classification).
+
+Usage::
+
+    with FakeOpenAI(faults={"Q7": ["rate_limit", "server"]}) as fake:
+        ...  # point the client at fake.base_url
+        assert fake.count("rate_limit") == 1
+
+Standalone (benchmarks)::
+
+    python -m tests.fakes.openai_server --port 0 --latency-s 0
+    # prints "PORT <n>" and serves until SIGTERM / SIGINT
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import random
+import signal
+import socket
+import struct
+import sys
+import threading
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = ["ALL_FAULTS", "CREATED", "FakeOpenAI", "Recorded", "main"]
+
+#: Every injectable fault kind. ``"ok"`` (answer normally) is also accepted in ``faults`` lists.
+ALL_FAULTS: tuple[str, ...] = (
+    "rate_limit",
+    "server",
+    "unavailable",
+    "timeout",
+    "reset",
+    "malformed",
+    "truncated",
+    "html",
+    "empty",
+)
+OK = "ok"
+_VALID_KINDS = frozenset((*ALL_FAULTS, OK))
+
+#: Fixed ``created`` timestamp so responses are deterministic.
+CREATED = 1_700_000_000
+
+Responder = Callable[[dict[str, Any]], str | dict[str, Any]]
+
+_HTML_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n"
+    b"<body><h1>502 Bad Gateway</h1><p>The upstream server returned an invalid response."
+    b"</p></body></html>\n"
+)
+_MALFORMED = b'{"choices": ['
+
+
+@dataclass
+class Recorded:
+    """One request seen by the server. ``headers`` keys are lower-cased.
+
+    ``fault`` is the fault kind applied (``"ok"`` for a normal answer, ``"error"`` for a
+    request the server itself rejected, e.g. unknown path or unparsable body).
+    """
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    fault: str
+
+
+def _content_text(content: Any) -> str:
+    """Text of an OpenAI message ``content`` (a string or a list of content parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return " ".join(parts)
+    return str(content)
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        return []
+    return [m for m in msgs if isinstance(m, dict)]
+
+
+def last_user_content(body: Mapping[str, Any]) -> str:
+    """Content of the last ``role == "user"`` message, or ``""``."""
+    for msg in reversed(_messages(body)):
+        if msg.get("role") == "user":
+            return _content_text(msg.get("content"))
+    return ""
+
+
+def _count_words(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    """Deterministic echo: ``"ANSWER: " + <last user message content>``."""
+    return "ANSWER: " + last_user_content(body)
+
+
+def _logprobs(reply: str, top_n: int) -> dict[str, Any]:
+    """Plausible, deterministic per-word logprobs for ``reply``."""
+    content: list[dict[str, Any]] = []
+    for i, word in enumerate(reply.split()):
+        token = word if i == 0 else " " + word
+        h = zlib.crc32(token.encode())
+        logprob = -round((h % 2000) / 1000.0, 4)  # in (-2, 0]
+        top: list[dict[str, Any]] = [
+            {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+        ]
+        for k in range(1, top_n):
+            alt = f"{token}~{k}"
+            top.append(
+                {
+                    "token": alt,
+                    "logprob": round(logprob - 1.5 * k - ((h >> k) % 100) / 100.0, 4),
+                    "bytes": list(alt.encode()),
+                }
+            )
+        content.append(
+            {
+                "token": token,
+                "logprob": logprob,
+                "bytes": list(token.encode()),
+                "top_logprobs": top[:top_n],
+            }
+        )
+    return {"content": content, "refusal": None}
+
+
+def _error_body(message: str, type_: str, code: str | int | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+class _Server(ThreadingHTTPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+
+    fake: FakeOpenAI
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)) or self.fake._stopping.is_set():
+            return  # client went away / we are shutting down: not interesting
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without TCP_NODELAY, Nagle + delayed ACK adds
+    # ~40 ms to every keep-alive response.
+    disable_nagle_algorithm = True
+    server_version = "FakeOpenAI/1.0"
+    sys_version = ""
+    server: _Server
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._track(self.connection, add=False)
+
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str = "application/json",
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (ConnectionError, OSError):
+            self.close_connection = True
+
+    def _send_json(self, status: int, obj: Any, extra: Mapping[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json", extra)
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                return self._read_chunked()
+            return b""
+        try:
+            n = int(length)
+        except ValueError:
+            self.close_connection = True
+            return b""
+        return self.rfile.read(n) if n > 0 else b""
+
+    def _read_chunked(self) -> bytes:
+        out = bytearray()
+        while True:
+            line = self.rfile.readline(65537)
+            size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass
+                return bytes(out)
+            out += self.rfile.read(size)
+            self.rfile.readline(65537)  # CRLF after chunk
+
+    def _headers(self) -> dict[str, str]:
+        return {k.lower(): v for k, v in self.headers.items()}
+
+    def _reset(self) -> None:
+        """Abort the TCP connection with an RST and no response."""
+        self.close_connection = True
+        sock = self.connection
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # The socket's fd is only really closed once rfile/wfile (makefile refs) are closed
+        # too; swap in inert streams so the base class's later flush()/close() are no-ops.
+        for f in (self.wfile, self.rfile):
+            with contextlib.suppress(OSError):
+                f.close()
+        with contextlib.suppress(OSError):
+            sock.close()
+        self.wfile = io.BytesIO()
+        self.rfile = io.BytesIO()
+
+    # -- routes -------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._counted(self._get)
+
+    def do_POST(self) -> None:
+        self._counted(self._post)
+
+    def _counted(self, fn: Callable[[], None]) -> None:
+        fake = self.server.fake
+        fake._enter()
+        try:
+            fn()
+        finally:
+            fake._leave()
+
+    def _get(self) -> None:
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        if path in ("/v1/models", "/models"):
+            fake._record(path, self._headers(), None, OK)
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": fake.model,
+                            "object": "model",
+                            "created": CREATED,
+                            "owned_by": "fake",
+                        }
+                    ],
+                },
+            )
+        elif path == "/health":
+            fake._record(path, self._headers(), None, OK)
+            self._send_json(200, {"status": "ok"})
+        else:
+            fake._record(path, self._headers(), None, "error")
+            self._send_json(404, _error_body(f"Unknown path {path}", "not_found", 404))
+
+    def _post(self) -> None:
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        raw = self._read_body()
+        headers = self._headers()
+        body: dict[str, Any] | None = None
+        try:
+            parsed = json.loads(raw) if raw else None
+            body = parsed if isinstance(parsed, dict) else None
+        except ValueError:
+            body = None
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            fake._record(path, headers, body, "error")
+            self._send_json(404, _error_body(f"Unknown path {path}", "not_found", 404))
+            return
+        if body is None:
+            fake._record(path, headers, None, "error")
+            self._send_json(
+                400,
+                _error_body("Request body must be a JSON object", "invalid_request_error", None),
+            )
+            return
+        fault = fake._choose_fault(body)
+        fake._record(path, headers, body, fault)
+        self._serve_completion(body, fault)
+
+    def _serve_completion(self, body: dict[str, Any], fault: str) -> None:
+        fake = self.server.fake
+        if fault == "rate_limit":
+            extra = {} if fake.retry_after is None else {"Retry-After": fake.retry_after}
+            self._send_json(
+                429,
+                _error_body("Rate limit reached (fake)", "rate_limit_error", "rate_limit_exceeded"),
+                extra,
+            )
+        elif fault == "server":
+            self._send_json(500, _error_body("Internal server error (fake)", "server_error", None))
+        elif fault == "unavailable":
+            self._send_json(503, _error_body("Service unavailable (fake)", "server_error", None))
+        elif fault == "reset":
+            self._reset()
+        elif fault == "malformed":
+            self._send(200, _MALFORMED, "application/json")
+        elif fault == "html":
+            self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
+        elif fault == "empty":
+            obj = fake._completion(body)
+            obj["choices"] = []
+            self._send_json(200, obj)
+        else:  # ok, timeout, truncated
+            if fault == "timeout" and not fake._sleep(fake.hang_s):
+                self._reset()  # server stopping: abandon the request
+                return
+            if not fake._sleep(fake.latency_s):
+                self._reset()
+                return
+            try:
+                obj = fake._completion(body, truncated=fault == "truncated")
+            except Exception as exc:
+                self._send_json(
+                    500, _error_body(f"responder failed: {exc!r}", "server_error", None)
+                )
+                return
+            self._send_json(200, obj)
+
+
+class FakeOpenAI:
+    """Loopback fake of an OpenAI-compatible chat-completions server.
+
+    ``faults`` maps a marker substring to fault kinds consumed, in order, by successive
+    requests whose last user message contains the marker (first matching marker with
+    entries left wins; exhausted -> normal; ``"ok"`` -> normal this time). Otherwise, with
+    probability ``fault_rate`` a request gets a kind drawn from ``fault_kinds`` using
+    ``random.Random(seed)`` (reproducible for sequential requests).
+    """
+
+    def __init__(
+        self,
+        *,
+        responder: Responder | None = None,
+        faults: Mapping[str, Sequence[str]] | None = None,
+        fault_rate: float = 0.0,
+        fault_kinds: Sequence[str] = ALL_FAULTS,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        retry_after: str | None = "0.05",
+        hang_s: float = 5.0,
+        model: str = "fake-model",
+    ) -> None:
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
+        kinds = list(fault_kinds)
+        if fault_rate > 0 and not kinds:
+            raise ValueError("fault_kinds must be non-empty when fault_rate > 0")
+        queues: dict[str, list[str]] = {}
+        for marker, seq in (faults or {}).items():
+            if isinstance(seq, str):
+                raise TypeError(f"faults[{marker!r}] must be a sequence of kinds, not a str")
+            queues[marker] = list(seq)
+        for kind in [*kinds, *(k for q in queues.values() for k in q)]:
+            if kind not in _VALID_KINDS:
+                raise ValueError(f"unknown fault kind {kind!r}; expected one of {ALL_FAULTS}")
+
+        self.responder: Responder = responder or default_responder
+        self.fault_rate = fault_rate
+        self.fault_kinds: list[str] = kinds
+        self.seed = seed
+        self.latency_s = latency_s
+        self.retry_after = retry_after
+        self.hang_s = hang_s
+        self.model = model
+
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+        self._queues = queues
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.base_url = ""
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeOpenAI:
+        if self._server is not None:
+            raise RuntimeError("FakeOpenAI already started")
+        self._stopping.clear()
+        server = _Server((host, port), _Handler)
+        server.fake = self
+        self._server = server
+        self.port = int(server.server_address[1])
+        self.base_url = f"http://{host}:{self.port}/v1"
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"FakeOpenAI:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving. Returns promptly: sleeping handlers are woken and their connections
+        aborted; open keep-alive connections are shut down. Idempotent."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        if thread is not None:
+            thread.join(timeout=5.0)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- inspection ---------------------------------------------------------------------
+
+    def count(self, fault: str | None = None) -> int:
+        """Number of recorded requests (all paths), optionally only those with ``fault``."""
+        with self._lock:
+            if fault is None:
+                return len(self.requests)
+            return sum(1 for r in self.requests if r.fault == fault)
+
+    # -- internals (called from handler threads) ----------------------------------------
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _record(
+        self, path: str, headers: dict[str, str], body: dict[str, Any] | None, fault: str
+    ) -> None:
+        with self._lock:
+            self.requests.append(Recorded(path=path, headers=headers, body=body, fault=fault))
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless stopping; False if the server is stopping."""
+        if seconds > 0:
+            return not self._stopping.wait(seconds)
+        return not self._stopping.is_set()
+
+    def _choose_fault(self, body: Mapping[str, Any]) -> str:
+        text = last_user_content(body)
+        with self._lock:
+            for marker, queue in self._queues.items():
+                if marker in text and queue:
+                    return queue.pop(0)
+            if self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                return self._rng.choice(self.fault_kinds)
+        return OK
+
+    def _completion(self, body: dict[str, Any], *, truncated: bool = False) -> dict[str, Any]:
+        result = self.responder(body)
+        if isinstance(result, dict):
+            message: dict[str, Any] = {"role": "assistant", "content": None, **result}
+        else:
+            message = {"role": "assistant", "content": str(result)}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        content = message.get("content")
+        if truncated:
+            finish = "length"
+            if isinstance(content, str):
+                content = content[: len(content) // 2]
+                message["content"] = content
+        reply = _content_text(content)
+
+        prompt_text = " ".join(_content_text(m.get("content")) for m in _messages(body))
+        prompt_tokens = _count_words(prompt_text)
+        completion_tokens = _count_words(reply)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+        if body.get("logprobs") is True:
+            top_n = body.get("top_logprobs")
+            n = max(1, min(20, top_n)) if isinstance(top_n, int) else 1
+            choice["logprobs"] = _logprobs(reply, n)
+        else:
+            choice["logprobs"] = None
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[
+            :24
+        ]
+        model = body.get("model")
+        return {
+            "id": f"chatcmpl-{digest}",
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": model if isinstance(model, str) and model else self.model,
+            "system_fingerprint": "fp_fake",
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server (loopback).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--fault-kinds", default=",".join(ALL_FAULTS), help="comma-separated fault kinds"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--retry-after", default="0.05", help="'none' to omit the header")
+    parser.add_argument("--hang-s", type=float, default=5.0)
+    parser.add_argument("--model", default="fake-model")
+    args = parser.parse_args(argv)
+
+    fake = FakeOpenAI(
+        fault_rate=args.fault_rate,
+        fault_kinds=[k for k in args.fault_kinds.split(",") if k],
+        seed=args.seed,
+        latency_s=args.latency_s,
+        retry_after=None if args.retry_after.lower() == "none" else args.retry_after,
+        hang_s=args.hang_s,
+        model=args.model,
+    )
+    done = threading.Event()
+
+    def _on_signal(signum: int, frame: object) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    fake.start(host=args.host, port=args.port)
+    print(f"PORT {fake.port}", flush=True)
+    try:
+        while not done.wait(0.2):
+            pass
+    finally:
+        fake.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
