@@ -23,3 +23,8 @@ rule all:
     input:
         "results/result.json",
         "results/report.md",
+
+
+rule runs:
+    input:
+        all_run_markers,
