@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from fractions import Fraction
 
 import pytest
@@ -24,7 +25,7 @@ JUDGE = ["pass"] * 50 + ["fail"] * 50
 HUMAN = ["pass"] * 40 + ["fail"] * 10 + ["pass"] * 5 + ["fail"] * 45
 
 
-def kappa_by_definition(a: list[object], b: list[object]) -> Fraction:
+def kappa_by_definition(a: Sequence[Hashable], b: Sequence[Hashable]) -> Fraction:
     n = len(a)
     p_o = Fraction(sum(x == y for x, y in zip(a, b, strict=True)), n)
     ca, cb = Counter(a), Counter(b)

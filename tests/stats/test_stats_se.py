@@ -61,7 +61,7 @@ def test_item_se_rejects_malformed_input() -> None:
     with pytest.raises(ValueError):
         item_se([1, math.nan], ["a", "b"])
     with pytest.raises(ValueError):
-        item_means([1, 0], [["unhashable"], "b"])  # type: ignore[list-item]
+        item_means([1, 0], [["unhashable"], "b"])
 
 
 def brute_force_clustered_se(values: list[float], clusters: list[int]) -> float:

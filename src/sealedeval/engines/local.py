@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -240,4 +241,16 @@ class LocalEngine:
 
     async def complete(self, request: Request) -> Completion:
         assert self._chat is not None, "start() first"
-        return await self._chat.complete(request)
+        return await self._chat.complete(adapt_request(request))
+
+
+def adapt_request(request: Request) -> Request:
+    """llama_cpp.server takes ``{"type": "json_object", "schema": S}`` where the OpenAI API has
+    ``{"type": "json_schema", "json_schema": {"schema": S}}``: translate, so suites can speak
+    OpenAI and still get grammar-constrained JSON from the embedded model."""
+    rf = request.params.get("response_format")
+    if not isinstance(rf, dict) or rf.get("type") != "json_schema":
+        return request
+    schema = (rf.get("json_schema") or {}).get("schema", {})
+    params = dict(request.params) | {"response_format": {"type": "json_object", "schema": schema}}
+    return replace(request, params=params)

@@ -49,11 +49,13 @@ async def with_retries(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
     rng = random.Random(seed)
+    tries = 0  # per call: ``attempts`` is shared by every call a solver makes for one row
     while True:
+        tries += 1
         attempts.n += 1
         try:
             return await call()
         except EngineError as e:
-            if not e.retryable or attempts.n > policy.max_retries:
+            if not e.retryable or tries > policy.max_retries:
                 raise
-            await sleep(policy.delay(attempts.n, rng, e.retry_after))
+            await sleep(policy.delay(tries, rng, e.retry_after))

@@ -50,16 +50,23 @@ def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
     return Plan(suite, seal, seed, suite.generate(cfg, seed))
 
 
-def _existing(root: Path, suite: str, engine: str, rubric: str) -> set[str]:
+def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[str]:
+    """Keys already answered ok under this very seal state; refuse to mix seal states."""
     files = [f for f in raw_files(root, suite) if f.parent.name == engine]
     if not files:
         return set()
-    t = read_raw(files).select(["request_key", "status", "rubric_sha256"]).to_pylist()
-    other = {r["rubric_sha256"] for r in t} - {rubric}
+    t = read_raw(files).select(["request_key", "status", "rubric_sha256", "sealed"]).to_pylist()
+    where = raw_dir(root, suite, engine)
+    other = {r["rubric_sha256"] for r in t} - {seal.rubric_sha256}
     if other:
         raise UserError(
-            f"{raw_dir(root, suite, engine)}: holds rows under another rubric hash "
-            f"({sorted(other)[0][:12]}…); move them aside before running under the new seal"
+            f"{where}: holds rows under another rubric hash ({sorted(other)[0][:12]}…); "
+            "move them aside before running under the new seal"
+        )
+    if seal.sealed and not all(r["sealed"] for r in t):
+        raise UserError(
+            f"{where}: holds rows run with --unsealed; a sealed run cannot reuse them "
+            "(move them aside)"
         )
     return {r["request_key"] for r in t if r["status"] == "ok"}
 
@@ -89,7 +96,7 @@ def run_suite(
     requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
     if limit is not None:
         requests = requests[:limit]
-    done = _existing(cfg.root, suite_name, engine_name, p.seal.rubric_sha256)
+    done = _existing(cfg.root, suite_name, engine_name, p.seal)
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     writer = RawWriter(out_dir, flush_rows=flush_rows)

@@ -124,9 +124,14 @@ class Auditor:
         earliest started_at of the rows bound to it."""
         problems: list[str] = []
         by_commit: dict[str, list[str]] = {}
+        claimed: dict[str, set[tuple[str, str]]] = {}
+        orphans = sum(1 for r in self.rows if r["sealed"] and not r["seal_commit"])
+        if orphans:
+            problems.append(f"{orphans} rows claim to be sealed but name no seal commit")
         for r in self.rows:
             if r["sealed"] and r["seal_commit"]:
                 by_commit.setdefault(r["seal_commit"], []).append(r["started_at"])
+                claimed.setdefault(r["seal_commit"], set()).add((r["suite"], r["rubric_sha256"]))
         if not by_commit:
             self.add("seal precedes runs", False, "no sealed rows")
             return
@@ -140,6 +145,17 @@ class Auditor:
             lock_then = git.show(self.root, commit, lock.LOCK_NAME)
             if lock_then is None:
                 problems.append(f"seal commit {commit[:12]} holds no {lock.LOCK_NAME}")
+            else:
+                # The rows must carry the hash that commit sealed, not merely today's lock hash.
+                try:
+                    sealed_then = json.loads(lock_then).get("suites", {})
+                except ValueError:
+                    sealed_then = {}
+                for suite, digest in sorted(claimed[commit]):
+                    if sealed_then.get(suite, {}).get("sha256") != digest:
+                        problems.append(
+                            f"{suite} rubric {digest[:12]} was not sealed in {commit[:12]}"
+                        )
             first = min(starts)
             t_seal = git.commit_time(self.root, commit)
             if _ts(first) < t_seal:
@@ -155,8 +171,13 @@ class Auditor:
             "seal precedes runs",
             not problems,
             "; ".join(problems[:3])
-            or f"{len(by_commit)} seal commit(s), all ancestors of the runs; first call after "
-            "the seal commit (git dates are client-set)",
+            or f"{len(by_commit)} seal commit(s) in this history, each before the first call "
+            "bound to it (git dates are client-set); "
+            + (
+                f"{len(raw_commits)} raw-run commit(s) descend from the seal"
+                if raw_commits
+                else "raw runs are not in git (DVC): ancestry checked against HEAD"
+            ),
         )
 
     def check_binding(self) -> None:

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from ._validate import (
     FloatArray,
+    K,
     as_count,
     as_float_array,
     check_probability_level,
@@ -28,10 +29,10 @@ _NAN3 = (math.nan, math.nan, math.nan)
 
 def _units(
     values: Sequence[float],
-    labels: Sequence[Hashable],
+    labels: Sequence[K],
     items: Sequence[Hashable] | None,
     label_name: str,
-) -> tuple[FloatArray, list[Hashable], npt.NDArray[np.intp]]:
+) -> tuple[FloatArray, list[K], npt.NDArray[np.intp]]:
     """Validate and, when ``items`` is given, collapse replicates to item means.
 
     Returns ``(unit values, unique labels, label code per unit)``.
@@ -101,9 +102,9 @@ def _check_boot(n_boot: int, seed: int, level: float) -> tuple[int, np.random.Ge
 
 def stratified_bootstrap(
     values: Sequence[float],
-    strata: Sequence[Hashable],
+    strata: Sequence[K],
     *,
-    weights: Mapping[Hashable, float] | None = None,
+    weights: Mapping[K, float] | None = None,
     n_boot: int = 2000,
     seed: int,
     level: float = 0.95,
@@ -184,13 +185,13 @@ def stratified_bootstrap(
 
 def bootstrap_by_group(
     values: Sequence[float],
-    groups: Sequence[Hashable],
+    groups: Sequence[K],
     *,
     n_boot: int = 2000,
     seed: int,
     level: float = 0.95,
     items: Sequence[Hashable] | None = None,
-) -> dict[Hashable, tuple[float, float, float]]:
+) -> dict[K, tuple[float, float, float]]:
     """Percentile bootstrap CI of the mean within each group (for per-label tables).
 
     Each group's mean is bootstrapped on its own by resampling its units with replacement
@@ -220,7 +221,7 @@ def bootstrap_by_group(
     u, uniques, codes = _units(values, groups, items, "groups")
     order = np.argsort(codes, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
-    table: dict[Hashable, tuple[float, float, float]] = {}
+    table: dict[K, tuple[float, float, float]] = {}
     for h, group in enumerate(uniques):
         unit_values = u[order[bounds[h] : bounds[h + 1]]]
         table[group] = _percentile(_resampled_sums(rng, unit_values, nb) / unit_values.size, lv)

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ._validate import FloatArray, as_float_array, check_same_length, group_codes
+from ._validate import FloatArray, K, as_float_array, check_same_length, group_codes
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
@@ -37,9 +37,7 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return (mean, float(np.std(x, ddof=1)))
 
 
-def _item_arrays(
-    values: Sequence[float], items: Sequence[Hashable]
-) -> tuple[list[Hashable], FloatArray]:
+def _item_arrays(values: Sequence[float], items: Sequence[K]) -> tuple[list[K], FloatArray]:
     check_same_length(values, items, "values/items")
     x = as_float_array(values, "values")
     uniques, codes = group_codes(items)
@@ -48,7 +46,7 @@ def _item_arrays(
     return uniques, sums / counts
 
 
-def item_means(values: Sequence[float], items: Sequence[Hashable]) -> dict[Hashable, float]:
+def item_means(values: Sequence[float], items: Sequence[K]) -> dict[K, float]:
     """Average replicate scores within each item.
 
     Replicates (several samples of the same question) are not independent observations of the

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Sequence
-from typing import SupportsIndex
+from typing import SupportsIndex, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+K = TypeVar("K", bound=Hashable)
 
 
 def as_count(value: SupportsIndex, name: str) -> int:
@@ -76,7 +77,7 @@ def check_same_length(a: Sequence[object], b: Sequence[object], names: str) -> N
         raise ValueError(f"{names} must have the same length, got {len(a)} and {len(b)}")
 
 
-def group_codes(labels: Sequence[Hashable]) -> tuple[list[Hashable], npt.NDArray[np.intp]]:
+def group_codes(labels: Sequence[K]) -> tuple[list[K], npt.NDArray[np.intp]]:
     """Encode labels as integer codes in order of first appearance.
 
     Args:
@@ -88,7 +89,7 @@ def group_codes(labels: Sequence[Hashable]) -> tuple[list[Hashable], npt.NDArray
     Raises:
         ValueError: A label is unhashable.
     """
-    index: dict[Hashable, int] = {}
+    index: dict[K, int] = {}
     codes = np.empty(len(labels), dtype=np.intp)
     for i, label in enumerate(labels):
         try:

@@ -60,7 +60,14 @@ class GoldenSuite:
             msgs = prompts.messages(item, files)
             for condition, rep, temp in design:
                 s = derive_seed(item["seed"], condition, rep) % (2**31)
-                params = {"temperature": temp, "max_tokens": int(scfg["max_tokens"]), "seed": s}
+                # One short sentence is asked for; stopping at the first newline keeps a small
+                # model's rambling out of the graded answer (and out of the time budget).
+                params = {
+                    "temperature": temp,
+                    "max_tokens": int(scfg["max_tokens"]),
+                    "seed": s,
+                    "stop": ["\n"],
+                }
                 key = request_key(
                     self.name, item["id"], condition, rep, engine.name, model, params, msgs
                 )

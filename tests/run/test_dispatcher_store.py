@@ -1,0 +1,427 @@
+"""Dispatcher → RawWriter end to end against the fake server.
+
+Every request must yield exactly one stored row: ok rows carry tokens, cost, attempts and the seal;
+infrastructure errors are rows with status ``error`` and a classified ``error_kind``, never
+dropped. The fake's request log is the ground truth for how many attempts each key took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from tests.fakes import FakeOpenAI
+
+from sealedeval import __version__
+from sealedeval.canonical import compact
+from sealedeval.config import EngineConfig
+from sealedeval.engines.base import Completion, EngineError, Request
+from sealedeval.engines.openai_chat import OpenAIChatEngine
+from sealedeval.run.dispatcher import CallFn, Dispatcher, RunStats, SolveResult
+from sealedeval.seal.lock import SealState
+from sealedeval.store.raw import RawWriter, latest_rows, raw_dir, raw_files, read_raw
+from sealedeval.store.schema import ERROR_KINDS, RAW_SCHEMA
+
+SEAL = SealState("golden", "ab" * 32, "c0ffee" + "0" * 34, True)
+PRICE_IN, PRICE_OUT = 2.5, 10.0
+# what each fake fault must become in the raw row
+EXPECTED_KIND = {
+    "rate_limit": "rate_limit",
+    "server": "server",
+    "unavailable": "server",
+    "timeout": "timeout",
+    "reset": "connection",
+    "malformed": "malformed",
+    "html": "malformed",
+    "empty": "malformed",
+    "truncated": "truncated",
+}
+TRANSIENT = {"rate_limit", "server", "unavailable", "timeout", "reset"}
+_TAG = re.compile(r"<Q\d{4}>")
+
+
+def tag(i: int) -> str:
+    return f"<Q{i:04d}>"
+
+
+def make_requests(n: int, start: int = 0) -> list[Request]:
+    out = []
+    for i in range(start, start + n):
+        msgs = (
+            {"role": "system", "content": "You answer briefly."},
+            {"role": "user", "content": f"question {tag(i)} about the bakery"},
+        )
+        out.append(
+            Request(
+                request_key=f"key{i:04d}",
+                suite="golden",
+                item_id=f"item{i // 2:04d}",
+                condition="greedy" if i % 2 == 0 else "sample",
+                repeat=i % 2,
+                seed=1000 + i,
+                messages=msgs,
+                params={"temperature": 0.0, "max_tokens": 32, "seed": 1000 + i},
+            )
+        )
+    return out
+
+
+def engine_cfg(base_url: str, **kw: Any) -> EngineConfig:
+    opts: dict[str, Any] = {
+        "concurrency": 4,
+        "timeout_s": 5.0,
+        "max_retries": 2,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+        "price_in_per_mtok": PRICE_IN,
+        "price_out_per_mtok": PRICE_OUT,
+    } | kw
+    return EngineConfig(
+        name="fake", kind="openai_chat", model="fake-model", base_url=base_url, **opts
+    )
+
+
+def dispatch(
+    root: Path,
+    cfg: EngineConfig,
+    requests: list[Request],
+    *,
+    flush_rows: int = 8,
+    solver: Any = None,
+    seal: SealState = SEAL,
+) -> tuple[RunStats, list[dict[str, Any]]]:
+    engine = OpenAIChatEngine(cfg)
+    writer = RawWriter(raw_dir(root, "golden", "fake"), flush_rows=flush_rows)
+    stats = RunStats(requested=len(requests))
+
+    async def main() -> None:
+        await engine.start()
+        try:
+            kw = {"solver": solver} if solver else {}
+            await Dispatcher(engine, writer, seal, progress=False, **kw).run(requests, stats)
+        finally:
+            await engine.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        writer.close()
+    return stats, read_raw(raw_files(root, "golden")).to_pylist()
+
+
+def tries_by_tag(fake: FakeOpenAI) -> dict[str, list[str]]:
+    """Faults the server applied, per request tag, in arrival order."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for rec in fake.requests:
+        assert rec.body is not None
+        m = _TAG.search(rec.body["messages"][-1]["content"])
+        assert m, rec.body
+        out[m.group(0)].append(rec.fault)
+    return out
+
+
+def check_common(row: dict[str, Any], req: Request) -> None:
+    assert row["suite"] == "golden"
+    assert row["item_id"] == req.item_id
+    assert row["condition"] == req.condition and row["repeat"] == req.repeat
+    assert row["seed"] == req.seed
+    assert row["engine"] == "fake" and row["engine_kind"] == "openai_chat"
+    assert row["model"] == "fake-model"
+    assert json.loads(row["engine_identity"])["base_url"].startswith("http://127.0.0.1:")
+    assert row["params"] == compact(req.params)
+    assert row["messages"] == compact(list(req.messages))
+    assert row["rubric_sha256"] == SEAL.rubric_sha256
+    assert row["seal_commit"] == SEAL.seal_commit
+    assert row["sealed"] is True
+    assert row["harness_version"] == __version__
+    assert row["started_at"] <= row["finished_at"]
+    assert row["latency_s"] >= 0
+
+
+def test_every_request_one_row_ok_and_classified_errors(tmp_path: Path) -> None:
+    faults = {
+        tag(1): ["rate_limit", "rate_limit"],  # ok on the 3rd attempt
+        tag(2): ["server", "unavailable", "server"],  # retries exhausted
+        tag(3): ["reset", "reset", "reset"],
+        tag(4): ["malformed"],
+        tag(5): ["html"],
+        tag(6): ["empty"],
+        tag(7): ["truncated"],
+        tag(8): ["rate_limit", "rate_limit", "rate_limit"],
+        tag(9): ["timeout", "timeout", "timeout"],
+        tag(10): ["timeout"],  # ok on the 2nd attempt
+        tag(11): ["reset", "server"],  # ok on the 3rd attempt
+    }
+    expected = {
+        tag(2): ("server", 3),
+        tag(3): ("connection", 3),
+        tag(4): ("malformed", 1),
+        tag(5): ("malformed", 1),
+        tag(6): ("malformed", 1),
+        tag(7): ("truncated", 1),
+        tag(8): ("rate_limit", 3),
+        tag(9): ("timeout", 3),
+    }
+    ok_attempts = {tag(1): 3, tag(10): 2, tag(11): 3}
+    reqs = make_requests(24)
+    with FakeOpenAI(faults=faults, hang_s=3.0) as fake:
+        stats, rows = dispatch(tmp_path, engine_cfg(fake.base_url, timeout_s=0.3), reqs)
+        tries = tries_by_tag(fake)
+
+    # exactly one row per request, nothing dropped, nothing doubled
+    assert sorted(r["request_key"] for r in rows) == sorted(r.request_key for r in reqs)
+    by_key = {r["request_key"]: r for r in rows}
+    assert stats.ok + stats.error == len(reqs) == len(rows)
+    assert stats.ok == len(reqs) - len(expected)
+    assert dict(stats.by_kind) == dict(Counter(k for k, _ in expected.values()))
+
+    for req in reqs:
+        row = by_key[req.request_key]
+        t = tag(int(req.request_key[3:]))
+        check_common(row, req)
+        assert row["attempts"] == len(tries[t]), t  # the row counts what the server saw
+        if t in expected:
+            kind, n = expected[t]
+            assert row["status"] == "error", t
+            assert row["error_kind"] == kind, t
+            assert row["attempts"] == n, t
+            assert row["error_message"]
+            assert row["tokens_in"] == 0 and row["cost_usd"] == 0.0
+        else:
+            assert row["status"] == "ok", (t, row["error_kind"], row["error_message"])
+            assert row["error_kind"] == "" and row["error_message"] == ""
+            assert row["attempts"] == ok_attempts.get(t, 1), t
+            assert row["output_text"] == f"ANSWER: question {t} about the bakery"
+            assert row["finish_reason"] == "stop"
+            body = json.loads(row["response"])
+            assert body["object"] == "chat.completion"
+            usage = body["usage"]
+            assert row["tokens_in"] == usage["prompt_tokens"] == 8
+            assert row["tokens_out"] == usage["completion_tokens"] == 6
+            cost = (8 * PRICE_IN + 6 * PRICE_OUT) / 1e6
+            assert row["cost_usd"] == pytest.approx(cost, rel=1e-12)
+
+    trunc = by_key["key0007"]
+    full = f"ANSWER: question {tag(7)} about the bakery"
+    assert trunc["output_text"] == full[: len(full) // 2]  # the partial answer is kept
+    assert json.loads(trunc["response"])["choices"][0]["finish_reason"] == "length"
+    assert "not JSON" in by_key["key0005"]["error_message"]
+    assert json.loads(by_key["key0005"]["response"])["status"] == 200
+
+
+def test_rows_stream_into_several_atomic_parts(tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        _, rows = dispatch(tmp_path, engine_cfg(fake.base_url), make_requests(20), flush_rows=8)
+    parts = raw_files(tmp_path, "golden")
+    assert len(parts) >= 3  # flushed as rows finished, not once at the end
+    assert sum(pq.read_metadata(p).num_rows for p in parts) == 20 == len(rows)
+    d = raw_dir(tmp_path, "golden", "fake")
+    assert not [p for p in d.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]
+    for p in parts:
+        assert pq.read_schema(p).equals(RAW_SCHEMA, check_metadata=False)
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_concurrency_bounded_by_config_on_the_wire(tmp_path: Path, limit: int) -> None:
+    with FakeOpenAI(latency_s=0.05) as fake:
+        stats, rows = dispatch(
+            tmp_path, engine_cfg(fake.base_url, concurrency=limit), make_requests(24)
+        )
+        peak = fake.max_in_flight
+    assert stats.ok == 24 and len(rows) == 24
+    assert peak <= limit
+    if limit > 1:
+        assert peak > 1, "requests were sent one at a time"
+
+
+class CountingEngine:
+    """An engine without HTTP (so no pool limits) that records its own peak concurrency."""
+
+    def __init__(self, cfg: EngineConfig) -> None:
+        self.config = cfg
+        self.now = 0
+        self.peak = 0
+
+    @property
+    def model(self) -> str:
+        return "counting"
+
+    def identity(self) -> dict[str, Any]:
+        return self.config.public()
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def complete(self, request: Request) -> Completion:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            await asyncio.sleep(0.01)
+        finally:
+            self.now -= 1
+        return Completion("x", {"usage": {}}, tokens_in=1, tokens_out=1)
+
+
+def test_dispatcher_semaphore_alone_bounds_concurrency(tmp_path: Path) -> None:
+    cfg = engine_cfg("http://unused", concurrency=5)
+    engine = CountingEngine(cfg)
+    writer = RawWriter(raw_dir(tmp_path, "golden", "fake"), flush_rows=1000)
+    reqs = make_requests(60)
+    stats = asyncio.run(
+        Dispatcher(engine, writer, SEAL, progress=False).run(reqs, RunStats(requested=60))
+    )
+    writer.close()
+    assert stats.ok == 60
+    assert engine.peak == 5  # bounded, and the bound is actually used (not sequential)
+
+
+def test_fault_battery_every_request_ok_or_classified(tmp_path: Path) -> None:
+    n = 200
+    reqs = make_requests(n)
+    with FakeOpenAI(fault_rate=0.1, seed=20261129, hang_s=2.0, retry_after="0.01") as fake:
+        cfg = engine_cfg(fake.base_url, concurrency=8, timeout_s=0.4, max_retries=2)
+        stats, rows = dispatch(tmp_path, cfg, reqs, flush_rows=32)
+        tries = tries_by_tag(fake)
+
+    assert sorted(r["request_key"] for r in rows) == sorted(r.request_key for r in reqs)
+    assert stats.ok + stats.error == n
+    applied = Counter(f for seq in tries.values() for f in seq)
+    assert sum(applied.values()) > n  # some retries happened
+    assert len(set(applied) - {"ok"}) >= 5  # a genuinely mixed battery
+    for row in rows:
+        t = tag(int(row["request_key"][3:]))
+        seq = tries[t]
+        assert row["attempts"] == len(seq)
+        last = seq[-1]
+        # only transient faults are followed by another try, and at most max_retries of them
+        assert all(f in TRANSIENT for f in seq[:-1]), (t, seq)
+        assert len(seq) <= 3, (t, seq)
+        if last == "ok":
+            assert row["status"] == "ok", (t, seq, row["error_message"])
+            assert row["tokens_in"] > 0 and row["tokens_out"] > 0
+        else:
+            assert row["status"] == "error", (t, seq)
+            assert row["error_kind"] == EXPECTED_KIND[last], (t, seq)
+            assert row["error_kind"] in ERROR_KINDS
+            if last in TRANSIENT:  # a transient fault ends the series only when retries run out
+                assert len(seq) == 3, (t, seq)
+    assert stats.error == sum(1 for r in rows if r["status"] == "error")
+    assert stats.error > 0
+
+
+def test_no_secret_in_parquet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-live-SEALEDEVAL-CANARY-4b1d9e07c3"
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", secret)
+    faults = {
+        tag(1): ["rate_limit"],
+        tag(2): ["malformed"],
+        tag(3): ["reset"] * 3,
+        tag(4): ["truncated"],
+        tag(5): ["server"] * 3,
+    }
+    with FakeOpenAI(faults=faults) as fake:
+        cfg = engine_cfg(fake.base_url, api_key_env="FAKE_PROVIDER_KEY")
+        stats, rows = dispatch(tmp_path, cfg, make_requests(12))
+        auths = {r.headers.get("authorization") for r in fake.requests}
+    assert auths == {f"Bearer {secret}"}  # the key was really in use
+    assert stats.error == 4 and len(rows) == 12
+    for part in raw_files(tmp_path, "golden"):
+        assert secret.encode() not in part.read_bytes()
+    for row in rows:
+        for col, value in row.items():
+            assert secret not in str(value), col
+            assert "sk-live" not in str(value), col
+
+
+def test_multi_call_solver_rows_count_all_attempts(tmp_path: Path) -> None:
+    """A two-call solver: each call may retry on its own budget; attempts sums both calls."""
+
+    async def two_calls(engine: Any, req: Request, call: CallFn) -> SolveResult:
+        first = await call(req)
+        follow = {"role": "user", "content": req.messages[-1]["content"] + " second"}
+        second = await call(
+            Request(
+                req.request_key,
+                req.suite,
+                req.item_id,
+                req.condition,
+                req.repeat,
+                req.seed,
+                (*req.messages, first.message, follow),
+                req.params,
+            )
+        )
+        return SolveResult(
+            second,
+            trajectory=[first.message, second.message],
+            tokens_in=first.tokens_in + second.tokens_in,
+            tokens_out=first.tokens_out + second.tokens_out,
+        )
+
+    faults = {
+        f"{tag(0)} about the bakery second": ["rate_limit"],
+        f"{tag(0)} about the bakery": ["server"],
+    }
+    with FakeOpenAI(faults=faults) as fake:
+        stats, rows = dispatch(
+            tmp_path, engine_cfg(fake.base_url, max_retries=1), make_requests(2), solver=two_calls
+        )
+        seen = fake.count()
+    assert stats.ok == 2, [r["error_message"] for r in rows]
+    row = {r["request_key"]: r for r in rows}["key0000"]
+    assert row["attempts"] == 4 == seen - 2
+    assert len(json.loads(row["trajectory"])) == 2
+    assert row["tokens_in"] > 8  # both calls counted
+
+
+def test_harness_bug_is_a_row_and_is_surfaced(tmp_path: Path) -> None:
+    async def buggy(engine: Any, req: Request, call: CallFn) -> SolveResult:
+        if req.request_key == "key0001":
+            raise ZeroDivisionError("oops")
+        return SolveResult(await call(req))
+
+    with FakeOpenAI() as fake:
+        stats, rows = dispatch(tmp_path, engine_cfg(fake.base_url), make_requests(4), solver=buggy)
+    assert len(rows) == 4 and stats.ok == 3
+    bad = {r["request_key"]: r for r in rows}["key0001"]
+    assert bad["status"] == "error" and bad["error_kind"] == "harness"
+    assert "ZeroDivisionError" in bad["error_message"]
+    assert len(stats.bugs) == 1
+
+
+def test_latest_rows_prefers_ok_over_later_errors() -> None:
+    rows = [
+        {"request_key": "a", "status": "error", "finished_at": "2026-01-01T00:00:01Z"},
+        {"request_key": "a", "status": "ok", "finished_at": "2026-01-01T00:00:02Z"},
+        {"request_key": "a", "status": "error", "finished_at": "2026-01-01T00:00:03Z"},
+        {
+            "request_key": "b",
+            "status": "error",
+            "finished_at": "2026-01-01T00:00:05Z",
+            "error_kind": "server",
+        },
+        {
+            "request_key": "b",
+            "status": "error",
+            "finished_at": "2026-01-01T00:00:04Z",
+            "error_kind": "timeout",
+        },
+    ]
+    best = latest_rows(rows)
+    assert best["a"]["status"] == "ok"
+    assert best["b"]["error_kind"] == "server"  # the latest attempt when none is ok
+
+
+def test_engine_error_kinds_known_to_schema() -> None:
+    for kind in set(EXPECTED_KIND.values()):
+        assert kind in ERROR_KINDS
+        assert EngineError(kind, "x").kind == kind

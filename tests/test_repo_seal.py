@@ -1,0 +1,19 @@
+"""The committed rubric.lock must match this repository's rubric inputs.
+
+Otherwise README's main command fails on a fresh clone (`run` refuses a changed rubric). When a
+rubric input changes on purpose, re-seal: `sealedeval seal && git add rubric.lock`.
+"""
+
+from __future__ import annotations
+
+from sealedeval.seal import lock
+from sealedeval.suites.base import all_suites
+from tests.conftest import REPO
+
+
+def test_committed_lock_matches_rubric_inputs() -> None:
+    doc = lock.read(REPO)
+    now = lock.compute(REPO, {s.name: s.rubric_inputs() for s in all_suites()})
+    stale = [s for s in now["suites"] if now["suites"][s] != doc["suites"].get(s)]
+    assert not stale, f"rubric.lock is stale for {stale}: run `sealedeval seal` and commit it"
+    assert doc["sha256"] == now["sha256"]
