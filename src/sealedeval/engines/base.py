@@ -33,6 +33,7 @@ class Request:
     params: dict[str, Any]
     item: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tools: tuple[dict[str, Any], ...] = ()
+    solver: str = "single"
 
 
 @dataclass

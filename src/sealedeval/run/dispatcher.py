@@ -15,37 +15,20 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sealedeval import __version__
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, Engine, EngineError, Request
 from sealedeval.run.retry import Attempts, RetryPolicy, with_retries
+from sealedeval.run.solvers import CallFn, Solver, SolveResult, get_solver, single_call
+
+__all__ = ["CallFn", "Dispatcher", "RunStats", "SolveResult", "Solver", "single_call"]
 from sealedeval.seal.lock import SealState
 from sealedeval.store.raw import RawWriter
 from sealedeval.store.schema import RawRow
-
-
-@dataclass
-class SolveResult:
-    """What a solver returns: the final completion and, for agents, the whole trajectory."""
-
-    completion: Completion
-    trajectory: list[dict[str, Any]] = field(default_factory=list)
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-
-
-Solver = Callable[[Engine, Request, "CallFn"], Awaitable[SolveResult]]
-CallFn = Callable[[Request], Awaitable[Completion]]
-
-
-async def single_call(engine: Engine, request: Request, call: CallFn) -> SolveResult:
-    """The default solver: one chat call with the request's messages."""
-    return SolveResult(await call(request))
 
 
 @dataclass
@@ -80,7 +63,7 @@ class Dispatcher:
         writer: RawWriter,
         seal: SealState,
         *,
-        solver: Solver = single_call,
+        solver: Solver | None = None,
         progress: bool = True,
     ) -> None:
         self.engine = engine
@@ -134,7 +117,8 @@ class Dispatcher:
         async with self._sem:
             started, t0 = now_iso(), time.perf_counter()
             try:
-                res = await self.solver(self.engine, req, call)
+                solver = self.solver or get_solver(req.solver)
+                res = await solver(self.engine, req, call)
             except EngineError as e:
                 row = self._row(req, started, t0, attempts.n)
                 row.status, row.error_kind, row.error_message = "error", e.kind, str(e)[:500]

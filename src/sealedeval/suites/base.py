@@ -94,13 +94,22 @@ class Suite(Protocol):
 suites: Registry[Suite] = Registry("suite")
 
 
-def get_suite(name: str) -> Suite:
-    from sealedeval.suites import golden  # noqa: F401  (registration)
+# Suite packages register themselves on import; add a new suite's module here.
+SUITE_MODULES = ("sealedeval.suites.golden",)
 
+
+def _load() -> None:
+    import importlib
+
+    for mod in SUITE_MODULES:
+        importlib.import_module(mod)
+
+
+def get_suite(name: str) -> Suite:
+    _load()
     return suites.get(name)
 
 
 def all_suites() -> list[Suite]:
-    from sealedeval.suites import golden  # noqa: F401
-
+    _load()
     return [suites.get(n) for n in suites.names()]
