@@ -5,5 +5,9 @@ rule analyze:
         "results/analysis/{suite}.json",
     log:
         "logs/analyze/{suite}.log",
+    conda:
+        "../envs/sealedeval.yaml"
+    params:
+        config=CONFIG_ARGS,
     shell:
-        "sealedeval analyze {wildcards.suite} {CONFIG_ARGS} > {log} 2>&1"
+        "sealedeval analyze {wildcards.suite} {params.config} > {log} 2>&1"

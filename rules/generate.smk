@@ -5,5 +5,9 @@ rule generate:
         "results/items/{suite}.parquet",
     log:
         "logs/generate/{suite}.log",
+    conda:
+        "../envs/sealedeval.yaml"
+    params:
+        config=CONFIG_ARGS,
     shell:
-        "sealedeval generate {wildcards.suite} {CONFIG_ARGS} > {log} 2>&1"
+        "sealedeval generate {wildcards.suite} {params.config} > {log} 2>&1"

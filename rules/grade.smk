@@ -6,5 +6,9 @@ rule grade:
         "results/graded/{suite}.parquet",
     log:
         "logs/grade/{suite}.log",
+    conda:
+        "../envs/sealedeval.yaml"
+    params:
+        config=CONFIG_ARGS,
     shell:
-        "sealedeval grade {wildcards.suite} {CONFIG_ARGS} > {log} 2>&1"
+        "sealedeval grade {wildcards.suite} {params.config} > {log} 2>&1"

@@ -7,5 +7,9 @@ rule publish:
         report="results/report.md",
     log:
         "logs/publish.log",
+    conda:
+        "../envs/sealedeval.yaml"
+    params:
+        config=CONFIG_ARGS,
     shell:
-        "sealedeval publish {CONFIG_ARGS} > {log} 2>&1"
+        "sealedeval publish {params.config} > {log} 2>&1"

@@ -9,8 +9,12 @@ rule run:
         "results/raw/{suite}/{engine}/_run.json",
     log:
         "logs/run/{suite}.{engine}.log",
+    conda:
+        "../envs/sealedeval.yaml"
     resources:
         llm_server=llm_server_slots,
+    params:
+        config=CONFIG_ARGS,
     shell:
-        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {CONFIG_ARGS} "
+        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.config} "
         "> {log} 2>&1"
