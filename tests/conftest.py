@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-PROJECT_FILES = ("config", "data", "Snakefile", "rules", "profiles", "dvc.yaml", ".dvcignore")
+PROJECT_FILES = (
+    "config", "data", "envs", "Snakefile", "rules", "profiles", "dvc.yaml", ".dvcignore",
+)
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
