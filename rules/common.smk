@@ -21,14 +21,33 @@ def suite_engines(suite):
     return list(config["suites"][suite]["engines"])
 
 
+def shard_tags(suite):
+    """One run job per shard: `shards: N` in a suite's config splits its requests by key."""
+    n = int(config["suites"][suite].get("shards", 1))
+    return ["all"] if n <= 1 else [f"{i}-of-{n}" for i in range(n)]
+
+
+def _markers(suite):
+    return [
+        f"results/raw/{suite}/{e}/_run.json" if tag == "all" else
+        f"results/raw/{suite}/{e}/_run.{tag}.json"
+        for e in suite_engines(suite) for tag in shard_tags(suite)
+    ]
+
+
 def run_markers(wildcards):
-    return [f"results/raw/{wildcards.suite}/{e}/_run.json" for e in suite_engines(wildcards.suite)]
+    return _markers(wildcards.suite)
 
 
 def all_run_markers(wildcards):
-    return [f"results/raw/{s}/{e}/_run.json" for s in SUITES for e in suite_engines(s)]
+    return [m for s in SUITES for m in _markers(s)]
 
 
 def llm_server_slots(wildcards):
     """The embedded model serves one request at a time: one local run job at a time."""
     return 1 if config["engines"][wildcards.engine]["kind"] == "local" else 0
+
+
+def shard_arg(wildcards):
+    i, n = wildcards.shard.split("-of-")
+    return f"--shard {i}/{n}"

@@ -18,3 +18,26 @@ rule run:
     shell:
         "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.config} "
         "> {log} 2>&1"
+
+
+# The same calls split into shards, one job each (suites with `shards: N`); on a cluster each
+# shard is a SLURM job. Shards split by request key, so shard membership never changes.
+rule run_shard:
+    input:
+        lock=ancient("rubric.lock"),
+    output:
+        "results/raw/{suite}/{engine}/_run.{shard}.json",
+    log:
+        "logs/run/{suite}.{engine}.{shard}.log",
+    conda:
+        "../envs/sealedeval.yaml"
+    wildcard_constraints:
+        shard=r"\d+-of-\d+",
+    resources:
+        llm_server=llm_server_slots,
+    params:
+        config=CONFIG_ARGS,
+        shard=shard_arg,
+    shell:
+        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
+        "{params.config} > {log} 2>&1"

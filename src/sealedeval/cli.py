@@ -43,13 +43,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sealedeval.run.runner import print_stats, run_suite
+    from sealedeval.run.runner import parse_shard, print_stats, run_suite
 
     cfg = _cfg(args)
+    shard = parse_shard(args.shard) if args.shard else None
     engines = [args.engine] if args.engine else list(cfg.suite(args.suite)["engines"])
     for eng in engines:
         stats = run_suite(
-            cfg, args.suite, eng, unsealed=args.unsealed, progress=not args.no_progress
+            cfg, args.suite, eng, unsealed=args.unsealed, progress=not args.no_progress,
+            shard=shard,
         )
         print_stats(stats, args.suite, eng)
     return 0
@@ -134,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run without a committed seal; rows and result say 'not pre-registered'",
     )
     s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by request key)")
     s.set_defaults(fn=cmd_run)
 
     for name, fn, text in (

@@ -71,6 +71,31 @@ def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[
     return {r["request_key"] for r in t if r["status"] == "ok"}
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """'I/N' (0-based I) → (I, N); a bad value is a one-line user error."""
+    try:
+        i_s, n_s = text.split("/")
+        i, n = int(i_s), int(n_s)
+    except ValueError:
+        raise UserError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if n < 1 or not 0 <= i < n:
+        raise UserError(f"--shard {text!r}: need 0 <= I < N")
+    return i, n
+
+
+def in_shard(request_key: str, shard: tuple[int, int] | None) -> bool:
+    """Shards split by request key, so a request's shard never depends on list order."""
+    if shard is None or shard[1] == 1:
+        return True
+    return int(request_key[:12], 16) % shard[1] == shard[0]
+
+
+def marker_name(shard: tuple[int, int] | None) -> str:
+    if shard is None or shard[1] == 1:
+        return MARKER
+    return f"_run.{shard[0]}-of-{shard[1]}.json"
+
+
 def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -84,6 +109,7 @@ def run_suite(
     progress: bool = True,
     flush_rows: int = 16,
     limit: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> RunStats:
     p = plan(cfg, suite_name, unsealed=unsealed)
     ecfg = cfg.engine(engine_name)
@@ -96,6 +122,7 @@ def run_suite(
     requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
     if limit is not None:
         requests = requests[:limit]
+    requests = [r for r in requests if in_shard(r.request_key, shard)]
     done = _existing(cfg.root, suite_name, engine_name, p.seal)
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
@@ -110,6 +137,7 @@ def run_suite(
     marker: dict[str, Any] = {
         "suite": suite_name,
         "engine": engine_name,
+        "shard": list(shard or (0, 1)),
         "requested": stats.requested,
         "ok_before": stats.skipped,
         "ok_now": stats.ok,
@@ -119,7 +147,7 @@ def run_suite(
         "rubric_sha256": p.seal.rubric_sha256,
         "seal_commit": p.seal.seal_commit,
     }
-    write_text_atomic(out_dir / MARKER, dumps(marker))
+    write_text_atomic(out_dir / marker_name(shard), dumps(marker))
     if stats.bugs:
         raise stats.bugs[0]
     return stats
