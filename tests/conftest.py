@@ -36,8 +36,8 @@ def sealedeval(cwd: Path, *args: str, check: bool = True) -> subprocess.Complete
     return proc
 
 
-def make_project(dest: Path, *, seal: bool = True) -> Path:
-    """Copy the project files into ``dest``, git init, seal and commit."""
+def make_project(dest: Path, *, seal: bool = True, commit_lock: bool = True) -> Path:
+    """Copy the project files into ``dest``, git init, seal and (optionally) commit the lock."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in PROJECT_FILES:
         src = REPO / name
@@ -51,8 +51,9 @@ def make_project(dest: Path, *, seal: bool = True) -> Path:
     git(dest, "commit", "-qm", "project")
     if seal:
         sealedeval(dest, "seal")
-        git(dest, "add", "rubric.lock")
-        git(dest, "commit", "-qm", "seal")
+        if commit_lock:
+            git(dest, "add", "rubric.lock")
+            git(dest, "commit", "-qm", "seal")
     return dest
 
 

@@ -6,7 +6,6 @@ builds throwaway sealed projects (config + golden data copied from the repo, git
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from tests.run._support import GIT_ENV, ROOT, git  # noqa: E402
+from tests.run._support import GIT_ENV  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -30,26 +29,9 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def make_project(tmp_path: Path) -> Iterator[Callable[..., Path]]:
     """Factory: a project dir with config/, data/, git; optionally sealed and committed."""
+    from tests.conftest import make_project as build
 
     def make(*, seal: bool = True, commit_lock: bool = True, name: str = "proj") -> Path:
-        root = tmp_path / name
-        root.mkdir()
-        shutil.copytree(ROOT / "config", root / "config")
-        # data/golden is what these tests run; the rest of data/ is copied too because
-        # `sealedeval seal` seals every registered suite and each needs its inputs present.
-        shutil.copytree(ROOT / "data", root / "data")
-        (root / ".gitignore").write_text("results/\nlogs/\n", encoding="utf-8")
-        git(root, "init", "-q")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "inputs")
-        if seal:
-            from sealedeval.cli import main
-
-            assert main(["seal", "--root", str(root)]) == 0
-            assert (root / "rubric.lock").exists()
-            if commit_lock:
-                git(root, "add", "rubric.lock")
-                git(root, "commit", "-q", "-m", "Seal rubric")
-        return root
+        return build(tmp_path / name, seal=seal, commit_lock=commit_lock)
 
     yield make
