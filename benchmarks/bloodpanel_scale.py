@@ -1,0 +1,183 @@
+"""Scale benchmark: generate, interpret (reference engine), grade (sealed) and aggregate 100k cases.
+
+Not a test: it measures. Run from the repository root::
+
+    python benchmarks/bloodpanel_scale.py                 # 100,000 cases, 2 workers
+    python benchmarks/bloodpanel_scale.py --n 20000 --workers 1
+
+Each worker streams a contiguous, chunk-aligned slice of the cohort (``synthetic_cases`` with
+``start``/``stop``: the same cases as one sequential stream), writes the reference report, grades
+it under the ``sealed`` profile with 0 s latency, and returns only compact numpy arrays, so
+memory stays flat however large n is. The parent aggregates with per-label and per-specialty
+percentile bootstrap intervals (``sealedeval.stats.bootstrap_by_group``) and prints wall time per
+phase and peak RSS (``resource.getrusage``: this process and its largest worker).
+Targets (spec): under 60 s and under 2 GB on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from sealedeval.stats import bootstrap_by_group, stratified_bootstrap
+from sealedeval.suites.bloodpanel.reference import reference_report
+from sealedeval.suites.bloodpanel.rubric import grade_case
+from sealedeval.suites.bloodpanel.synthetic import (
+    ARCHETYPES,
+    CHUNK,
+    LABEL_COUNTS,
+    SPECIALTY_COUNTS,
+    synthetic_cases,
+)
+
+_LABEL_IX = {code: i for i, (code, _, _) in enumerate(LABEL_COUNTS)}
+_SPEC_IX = {name: i for i, (name, _) in enumerate(SPECIALTY_COUNTS)}
+_ARCH_IX = {a.key: i for i, a in enumerate(ARCHETYPES)}
+
+
+def _work(args: tuple[int, int, int, int]) -> dict[str, Any]:
+    """Generate, interpret and grade cases ``start..stop-1``; return arrays and timings."""
+    n, seed, start, stop = args
+    size = stop - start
+    out = {
+        "composite": np.empty(size),
+        "structural": np.empty(size),
+        "clinical": np.empty(size),
+        "label": np.empty(size, dtype=np.int16),
+        "specialty": np.empty(size, dtype=np.int8),
+        "archetype": np.empty(size, dtype=np.int8),
+        "trap": np.empty(size, dtype=bool),
+        "fired": np.empty(size, dtype=np.int8),
+    }
+    t_gen = t_ref = t_grade = 0.0
+    cpu0 = time.process_time()
+    stream = synthetic_cases(n, seed, start=start, stop=stop)
+    for j in range(size):
+        t0 = time.perf_counter()
+        case = next(stream)
+        t1 = time.perf_counter()
+        report = reference_report(case)
+        t2 = time.perf_counter()
+        score = grade_case(case, report, 0.0, "sealed")
+        t3 = time.perf_counter()
+        t_gen += t1 - t0
+        t_ref += t2 - t1
+        t_grade += t3 - t2
+        out["composite"][j] = score.composite
+        out["structural"][j] = score.structural
+        out["clinical"][j] = score.clinical
+        out["label"][j] = _LABEL_IX[case.label]
+        out["specialty"][j] = _SPEC_IX[case.specialty]
+        out["archetype"][j] = _ARCH_IX[case.archetype]
+        out["trap"][j] = case.is_trap
+        out["fired"][j] = len(score.trap_flags_hit)
+    out["timing"] = np.array([t_gen, t_ref, t_grade, time.process_time() - cpu0])
+    out["rss_kb"] = np.array([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss])
+    return out
+
+
+def _slices(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous slices of 0..n, cut on generator chunk boundaries."""
+    chunks = -(-n // CHUNK)
+    per = -(-chunks // parts)
+    bounds = [min(n, k * per * CHUNK) for k in range(parts + 1)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=20260426)
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--boot", type=int, default=1000, help="bootstrap resamples")
+    args = ap.parse_args(argv)
+
+    t_start = time.perf_counter()
+    cpu_start = time.process_time()
+    jobs = [(args.n, args.seed, a, b) for a, b in _slices(args.n, max(1, args.workers))]
+    if len(jobs) == 1:
+        parts = [_work(jobs[0])]
+    else:
+        with mp.get_context("fork").Pool(len(jobs)) as pool:
+            parts = pool.map(_work, jobs)
+    t_work = time.perf_counter() - t_start
+    res = {
+        k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in ("timing", "rss_kb")
+    }
+    timing = np.sum([p["timing"] for p in parts], axis=0)
+    worker_rss_kb = max(int(p["rss_kb"][0]) for p in parts)
+
+    t0 = time.perf_counter()
+    comp = res["composite"]
+    labels = [LABEL_COUNTS[i][0] for i in res["label"]]
+    specs = [SPECIALTY_COUNTS[i][0] for i in res["specialty"]]
+    overall = stratified_bootstrap(comp.tolist(), labels, n_boot=args.boot, seed=args.seed)
+    per_label = bootstrap_by_group(comp.tolist(), labels, n_boot=args.boot, seed=args.seed)
+    per_spec = bootstrap_by_group(comp.tolist(), specs, n_boot=args.boot, seed=args.seed)
+    t_boot = time.perf_counter() - t0
+    wall = time.perf_counter() - t_start
+
+    rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    n = len(comp)
+    print(
+        f"bloodpanel scale benchmark: n={n} seed={args.seed} workers={len(jobs)} "
+        f"boot={args.boot} (cpus visible: {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
+    )
+    print(f"  wall total          {wall:8.1f} s   (target < 60 s)")
+    print(
+        f"    generate+ref+grade {t_work:7.1f} s wall; summed over workers: generate "
+        f"{timing[0]:.1f} s, reference {timing[1]:.1f} s, grade {timing[2]:.1f} s"
+    )
+    print(f"    aggregate+bootstrap {t_boot:6.1f} s")
+    print(
+        f"  worker CPU          {timing[3]:8.1f} s summed; busiest worker "
+        f"{max(float(p['timing'][3]) for p in parts):.1f} s (the wall time on {len(jobs)} "
+        "otherwise idle cores)"
+    )
+    print(f"  parent CPU          {time.process_time() - cpu_start:8.1f} s")
+    print(
+        f"  peak RSS            parent {rss_self / 1024:.0f} MB, largest worker "
+        f"{max(worker_rss_kb, rss_children) / 1024:.0f} MB (target < 2048 MB)"
+    )
+    print(
+        f"  per case            {1e6 * timing[:3].sum() / n:.0f} us wall in workers "
+        f"(generate {1e6 * timing[0] / n:.0f}, reference {1e6 * timing[1] / n:.0f}, "
+        f"grade {1e6 * timing[2] / n:.0f})"
+    )
+    est, lo, hi = overall
+    print(
+        f"\n  composite (sealed, reference engine, latency 0 s): {est:.4f} "
+        f"[{lo:.4f}, {hi:.4f}] 95% stratified bootstrap; structural "
+        f"{res['structural'].mean():.4f}, clinical {res['clinical'].mean():.4f}"
+    )
+    traps = int(res["trap"].sum())
+    print(f"  trap cases {traps}, trap flags fired {int(res['fired'][res['trap']].sum())}")
+    print("\n  specialty            n      composite  95% CI")
+    for name, (m, a, b) in sorted(per_spec.items(), key=lambda kv: str(kv[0])):
+        k = specs.count(str(name))
+        print(f"  {name!s:<18} {k:6d}   {m:.4f}    [{a:.4f}, {b:.4f}]")
+    print("\n  top 12 labels        n      composite  95% CI")
+    counts = np.bincount(res["label"], minlength=len(LABEL_COUNTS))
+    for i in np.argsort(-counts, kind="stable")[:12]:
+        code = LABEL_COUNTS[i][0]
+        m, a, b = per_label[code]
+        print(f"  {code:<18} {int(counts[i]):6d}   {m:.4f}    [{a:.4f}, {b:.4f}]")
+    widths = [b - a for _, a, b in per_label.values()]
+    print(
+        f"  ... {len(per_label)} labels; CI width median {float(np.median(widths)):.4f}, "
+        f"max {max(widths):.4f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

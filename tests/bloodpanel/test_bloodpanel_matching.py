@@ -1,0 +1,167 @@
+"""The sealed rule: normalisation, word boundaries, negation, low-probability differentials."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sealedeval.suites.bloodpanel.matching import (
+    Document,
+    Polarity,
+    normalize,
+    parse_entry,
+    polarities,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CURATED = ROOT / "data" / "bloodpanel" / "curated.yaml"
+FIXTURE_DIR = ROOT / "tests" / "fixtures" / "kantesti-v11"
+
+RULE = ROOT / "data" / "bloodpanel" / "SEALED_RULE.md"
+
+
+def _examples() -> list[tuple[str, str, str, str]]:
+    rows = []
+    section = RULE.read_text(encoding="utf-8").split("## Examples", 1)[1]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] not in ("Text", "---") and not set(cells[0]) <= {"-"}:
+            rows.append((cells[0], cells[1], cells[2], cells[3]))
+    return rows
+
+
+def test_rule_document_has_examples() -> None:
+    assert len(_examples()) >= 15
+
+
+@pytest.mark.parametrize(("text", "term", "status", "fires"), _examples())
+def test_documented_examples_hold(text: str, term: str, status: str, fires: str) -> None:
+    doc = Document([text])
+    st = doc.status(term)
+    assert st is not None and st.name.lower() == status
+    assert doc.fires(term) is (fires == "yes")
+
+
+def test_brief_sentences() -> None:
+    assert polarities("excludes haemolytic anaemia", "hemolytic anemia") == [Polarity.NEGATED]
+    assert polarities("no evidence of hepatitis", "hepatitis") == [Polarity.NEGATED]
+    assert polarities("Hypothyroidism: 2%", "hypothyroidism") == [Polarity.LOW_PROBABILITY]
+    assert polarities("consistent with haemolytic anaemia", "hemolytic anemia") == [
+        Polarity.AFFIRMED
+    ]
+    assert polarities("Hepatitis (probability 40%)", "hepatitis") == [Polarity.AFFIRMED]
+
+
+def test_spelling_and_boundaries() -> None:
+    assert normalize("Anaemia, haemolytic, β-thalassaemia, dyslipidaemia") == (
+        "anemia, hemolytic, beta thalassemia, dyslipidemia"
+    )
+    assert normalize("Raised ALT") == "raised alt"  # no -ise/-ize rewriting of ordinary words
+    assert polarities("The panel is abnormal.", "normal") == []
+    assert polarities("Muscle aches and a hassle.", "sle") == []
+    assert polarities("eGFR 95 by CKD-EPI 2021.", "kidney disease") == []
+    assert polarities("HbA1c is in the prediabetes range.", "diabetes") == []
+    assert polarities("Anti-dsDNA is high.", "anti-dsdna") == [Polarity.AFFIRMED]
+    assert polarities("Results are within normal limits.", "within reference") == [
+        Polarity.AFFIRMED
+    ]
+
+
+def test_negation_scope_ends_at_clause_terminators() -> None:
+    assert polarities("No anaemia, but the ferritin suggests iron deficiency.", "deficiency") == [
+        Polarity.AFFIRMED
+    ]
+    assert polarities("Not only anaemia is present.", "anemia") == [Polarity.AFFIRMED]
+    # A list after a cue is covered (commas do not end the scope).
+    assert polarities("Without hepatitis, cirrhosis, or biliary obstruction.", "cirrhosis") == [
+        Polarity.NEGATED
+    ]
+    # A negation cue too far away does not reach.
+    far = "No " + " ".join(["word"] * 16) + " hepatitis."
+    assert polarities(far, "hepatitis") == [Polarity.AFFIRMED]
+
+
+def test_probability_in_prose_and_structured_differential() -> None:
+    assert polarities("The estimated probability of hepatitis is 4%.", "hepatitis") == [
+        Polarity.LOW_PROBABILITY
+    ]
+    assert polarities("The estimated probability of hepatitis is 40%.", "hepatitis") == [
+        Polarity.AFFIRMED
+    ]
+    # A lab percentage in the clause is not a probability without a probability word.
+    assert polarities("HbA1c of 5.2% argues for diabetes.", "diabetes") == [Polarity.AFFIRMED]
+    doc = Document([], [("Hepatitis", 4.0), ("Gilbert syndrome", 96.0)])
+    assert doc.status("hepatitis") is Polarity.LOW_PROBABILITY and not doc.fires("hepatitis")
+    assert Document([], [("Hepatitis", 12.0)]).fires("hepatitis")
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("Beta thalassemia minor: 98% — confirmed", ("beta thalassemia minor", 98.0)),
+        (
+            "Type 2 Diabetes Mellitus (10-year risk): 15% — x",
+            ("type 2 diabetes mellitus (10 year risk)", 15.0),
+        ),
+        ("hepatitis (probability 40%)", ("hepatitis", 40.0)),
+        ("- Anaemia of inflammation: 12,5 %", ("anemia of inflammation", 12.5)),
+        ("the 55% probability for lupus nephritis is derived from", None),
+        ("the hba2 level of 5.6% is above the 99th percentile", None),
+    ],
+)
+def test_parse_entry(item: str, expected: tuple[str, float] | None) -> None:
+    assert parse_entry(normalize(item)) == expected
+
+
+def test_document_mentions_carry_snippets() -> None:
+    doc = Document(["First sentence. No evidence of hepatitis here.", "Hepatitis: 3%"])
+    ms = doc.mentions("hepatitis")
+    assert [m.polarity for m in ms] == [Polarity.NEGATED, Polarity.LOW_PROBABILITY]
+    assert "no evidence of hepatitis" in ms[0].snippet and ms[1].probability == 3.0
+    assert re.search("first", ms[0].snippet) is None  # the snippet stays in its sentence
+
+
+def test_every_synonym_has_a_literal_anchor() -> None:
+    from sealedeval.suites.bloodpanel.matching import term_matcher
+    from sealedeval.suites.bloodpanel.vocabulary import SYNONYMS
+
+    for key in SYNONYMS:
+        m = term_matcher(key)
+        assert all(len(a) >= 2 for a in m.anchors), key
+
+
+def test_fast_matcher_equals_plain_regex() -> None:
+    """The anchor-prefiltered matcher finds exactly what a word-bounded finditer finds."""
+    import json
+
+    from sealedeval.suites.bloodpanel.matching import term_matcher, term_pattern
+    from sealedeval.suites.bloodpanel.vocabulary import SYNONYMS
+
+    doc = json.loads((ROOT / "tests/fixtures/kantesti-v11/responses_v11_full.json").read_text())
+    texts = [normalize(json.dumps(c["response"])) for c in doc["cases"]]
+    texts.append(normalize("Abnormal normal; anaemic anemia; hba1c/a1c; ckd-epi ckd; x-ray sle."))
+    for key in [*SYNONYMS, "gout", "viral", "ferritin"]:
+        fast, slow = term_matcher(key), term_pattern(key)
+        for t in texts:
+            assert fast.spans(t) == [m.span() for m in slow.finditer(t)], key
+
+
+def test_normalize_dashes_and_hyphens() -> None:
+    assert normalize("Anti-dsDNA — high – very") == "anti dsdna ; high ; very"
+    assert normalize("A - B") == "a ; b"
+    assert normalize("Oesophageal haemorrhage, leucopenia, fibre") == (
+        "esophageal hemorrhage, leukopenia, fiber"
+    )
+    assert normalize("Mixed\tspacing  here") == "mixed spacing here"
+
+
+def test_scope_stops_at_sentence_and_dash() -> None:
+    assert polarities("No hepatitis. Cirrhosis is present.", "cirrhosis") == [Polarity.AFFIRMED]
+    assert polarities("No anaemia — diabetes is present.", "diabetes") == [Polarity.AFFIRMED]
+    assert polarities("No anaemia, and no diabetes.", "diabetes") == [Polarity.NEGATED]
+    assert polarities("Notably, hepatitis is present.", "hepatitis") == [Polarity.AFFIRMED]
+    assert polarities("It cannot be excluded that hepatitis is present.", "hepatitis") == [
+        Polarity.AFFIRMED
+    ]
