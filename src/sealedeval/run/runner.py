@@ -111,8 +111,8 @@ def run_suite(
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
 ) -> RunStats:
-    p = plan(cfg, suite_name, unsealed=unsealed)
     ecfg = cfg.engine(engine_name)
+    p = plan(cfg, suite_name, unsealed=unsealed)
     out_dir = raw_dir(cfg.root, suite_name, engine_name)
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
