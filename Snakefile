@@ -11,6 +11,16 @@ configfile: "config/config.yaml"
 validate(config, "config/schemas/config.schema.yaml")
 
 
+# Cheap rules run on the submitting host, never as cluster jobs (profiles/slurm).
+localrules:
+    all,
+    runs,
+    generate,
+    grade,
+    analyze,
+    publish,
+
+
 include: "rules/common.smk"
 include: "rules/generate.smk"
 include: "rules/run.smk"
@@ -23,6 +33,8 @@ rule all:
     input:
         "results/result.json",
         "results/report.md",
+        "results/figures",
+        "results/report.pdf",
 
 
 rule runs:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from sealedeval.stats import bootstrap_by_group, stratified_bootstrap
+from sealedeval.suites.bloodpanel.prompts import leak_check, messages
 from sealedeval.suites.bloodpanel.reference import reference_report
 from sealedeval.suites.bloodpanel.rubric import grade_case
 from sealedeval.suites.bloodpanel.synthetic import (
@@ -43,9 +44,9 @@ _SPEC_IX = {name: i for i, (name, _) in enumerate(SPECIALTY_COUNTS)}
 _ARCH_IX = {a.key: i for i, a in enumerate(ARCHETYPES)}
 
 
-def _work(args: tuple[int, int, int, int]) -> dict[str, Any]:
+def _work(args: tuple[int, int, int, int, bool]) -> dict[str, Any]:
     """Generate, interpret and grade cases ``start..stop-1``; return arrays and timings."""
-    n, seed, start, stop = args
+    n, seed, start, stop, prompts = args
     size = stop - start
     out = {
         "composite": np.empty(size),
@@ -63,6 +64,8 @@ def _work(args: tuple[int, int, int, int]) -> dict[str, Any]:
     for j in range(size):
         t0 = time.perf_counter()
         case = next(stream)
+        if prompts:  # what the suite's generate adds: render the prompt and leak-check it
+            leak_check(case, messages(case))
         t1 = time.perf_counter()
         report = reference_report(case)
         t2 = time.perf_counter()
@@ -98,11 +101,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20260426)
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--boot", type=int, default=1000, help="bootstrap resamples")
+    ap.add_argument(
+        "--prompts",
+        action="store_true",
+        help="also render and leak-check every prompt (as the suite's generate does)",
+    )
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
     cpu_start = time.process_time()
-    jobs = [(args.n, args.seed, a, b) for a, b in _slices(args.n, max(1, args.workers))]
+    jobs = [
+        (args.n, args.seed, a, b, args.prompts) for a, b in _slices(args.n, max(1, args.workers))
+    ]
     if len(jobs) == 1:
         parts = [_work(jobs[0])]
     else:
@@ -130,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     n = len(comp)
     print(
         f"bloodpanel scale benchmark: n={n} seed={args.seed} workers={len(jobs)} "
-        f"boot={args.boot} (cpus visible: {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
+        f"boot={args.boot} prompts={'rendered+leak-checked' if args.prompts else 'off'} "
+        f"(cpus visible: {os.cpu_count()}, load {os.getloadavg()[0]:.1f})"
     )
     print(f"  wall total          {wall:8.1f} s   (target < 60 s)")
     print(

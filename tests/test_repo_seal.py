@@ -6,9 +6,10 @@ rubric input changes on purpose, re-seal: `sealedeval seal && git add rubric.loc
 
 from __future__ import annotations
 
+from tests.conftest import REPO
+
 from sealedeval.seal import lock
 from sealedeval.suites.base import all_suites
-from tests.conftest import REPO
 
 
 def test_committed_lock_matches_rubric_inputs() -> None:

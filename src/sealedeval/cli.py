@@ -29,7 +29,26 @@ def cmd_seal(args: argparse.Namespace) -> int:
     for name, entry in doc["suites"].items():
         print(f"{name}: {len(entry['files'])} inputs, sha256 {entry['sha256']}")
     print(f"wrote {lock.LOCK_NAME} (combined {doc['sha256']}); commit it before the first run:")
-    print(f"  git add {lock.LOCK_NAME} && git commit -m 'Seal rubric'")
+    extra = ""
+    if args.tsa:
+        from sealedeval.seal import timestamp
+
+        info = timestamp.stamp(root, args.tsa, Path(args.tsa_ca) if args.tsa_ca else None)
+        print(f"RFC 3161 token from {info.tsa} at {info.time:%Y-%m-%dT%H:%M:%SZ} "
+              f"→ {timestamp.TSR_NAME}")
+        extra += f" {timestamp.TSR_NAME}" + (f" {timestamp.CHAIN_NAME}" if args.tsa_ca else "")
+    if args.zenodo:
+        from sealedeval.archive.deposit import preregister
+        from sealedeval.seal.audit import PREREG_NAME
+
+        rec = preregister(
+            _cfg(args), publish=args.publish, sandbox=args.sandbox, embargo=args.embargo,
+            zenodo_url=args.zenodo_url,
+        )
+        state = "published" if rec["published"] else "draft (publish it to anchor the seal)"
+        print(f"zenodo pre-registration {rec['id']} {state}, DOI {rec['doi']} → {PREREG_NAME}")
+        extra += f" {PREREG_NAME}"
+    print(f"  git add {lock.LOCK_NAME}{extra} && git commit -m 'Seal rubric'")
     return 0
 
 
@@ -91,6 +110,116 @@ def cmd_publish(args: argparse.Namespace) -> int:
     write_text_atomic(cfg.root / RESULT, text)
     write_text_atomic(cfg.root / REPORT_MD, report)
     print(f"wrote {RESULT} and {REPORT_MD}")
+    from sealedeval.publish.scorecard import write_scorecards
+
+    for path in write_scorecards(cfg):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    import json
+
+    from sealedeval.publish.build import RESULT
+    from sealedeval.publish.figures import write_figures
+
+    cfg = _cfg(args)
+    path = cfg.root / RESULT
+    if not path.exists():
+        raise UserError(f"{RESULT}: missing; run `sealedeval publish` first")
+    paths = write_figures(cfg.root, json.loads(path.read_text(encoding="utf-8")))
+    print(f"wrote {len(paths)} figure files under results/figures/")
+    return 0
+
+
+def cmd_pdf(args: argparse.Namespace) -> int:
+    import json
+
+    from sealedeval.fsutil import write_bytes_atomic
+    from sealedeval.publish.build import REPORT_MD, RESULT
+    from sealedeval.publish.pdf import REPORT_PDF, build_pdf, figure_pngs
+    from sealedeval.seal import timestamp
+    from sealedeval.seal.audit import PREREG_NAME
+
+    cfg = _cfg(args)
+    for rel in (RESULT, REPORT_MD):
+        if not (cfg.root / rel).exists():
+            raise UserError(f"{rel}: missing; run `sealedeval publish` first")
+    anchors = []
+    if (cfg.root / timestamp.TSR_NAME).exists():
+        info = timestamp.token_info(cfg.root / timestamp.TSR_NAME)
+        anchors.append(f"RFC 3161 token ({timestamp.TSR_NAME}) from {info.tsa} at "
+                       f"{info.time:%Y-%m-%dT%H:%M:%SZ}")
+    if (cfg.root / PREREG_NAME).exists():
+        rec = json.loads((cfg.root / PREREG_NAME).read_text(encoding="utf-8"))
+        anchors.append(f"Zenodo pre-registration {rec.get('doi')} ({PREREG_NAME})")
+    data = build_pdf(
+        json.loads((cfg.root / RESULT).read_text(encoding="utf-8")),
+        (cfg.root / REPORT_MD).read_text(encoding="utf-8"),
+        figure_pngs(cfg.root),
+        anchors,
+    )
+    write_bytes_atomic(cfg.root / REPORT_PDF, data)
+    print(f"wrote {REPORT_PDF}")
+    return 0
+
+
+def cmd_cite(args: argparse.Namespace) -> int:
+    from sealedeval.archive import citation
+    from sealedeval.fsutil import write_text_atomic
+
+    cfg = _cfg(args)
+    write_text_atomic(
+        cfg.root / citation.CITATION, citation.render(cfg, citation.deposit_record(cfg.root))
+    )
+    print(f"wrote {citation.CITATION}")
+    return 0
+
+
+def cmd_deposit(args: argparse.Namespace) -> int:
+    from sealedeval.archive.deposit import run_deposit
+
+    if not (args.zenodo or args.figshare):
+        args.zenodo = True
+    cfg = _cfg(args)
+    rec = run_deposit(
+        cfg, to_zenodo=args.zenodo, to_figshare=args.figshare, publish=args.publish,
+        sandbox=args.sandbox, zenodo_url=args.zenodo_url, figshare_url=args.figshare_url,
+    )
+    for service in ("zenodo", "figshare"):
+        if args.__dict__[service]:
+            r = rec[service]
+            state = "published" if r["published"] else "draft (rerun with --publish)"
+            print(f"{service}: {r['id']} {state}, DOI {r['doi']}")
+    print("wrote results/deposit.json and CITATION.cff")
+    return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from sealedeval.canonical import dumps
+    from sealedeval.suites.base import get_suite
+
+    suite = get_suite(args.suite)
+    regrade = getattr(suite, "regrade", None)
+    if regrade is None:
+        raise UserError(f"suite {args.suite!r} cannot regrade external responses")
+    res = regrade(Path(args.root).resolve(), args.profile, args.format, Path(args.file))
+    if args.json:
+        print(dumps(res), end="")
+        return 0
+    agg = res["aggregate"]
+    print(f"{res['source']}: {res['grader']} on {agg['n']} cases ({agg['n_error']} errors)")
+    for c in res["cases"]:
+        print(
+            f"  {c['case_id']:<16} {c['status']:<5} composite {c['composite']:.4f}  "
+            f"structural {c['structural']:.4f}  clinical {c['clinical']:.4f}  "
+            f"latency {c['latency']:.2f}  flags {','.join(c['trap_flags_hit']) or '-'}"
+        )
+    print(
+        f"aggregate: composite {agg['composite']:.4f} (errors = 0: "
+        f"{agg['composite_errors_as_zero']:.4f}), structural {agg['structural']:.4f}, "
+        f"clinical {agg['clinical']:.4f}, trap flags fired {agg['trap_flags_fired']}"
+    )
     return 0
 
 
@@ -103,6 +232,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     bad = failed(checks)
     print("audit: FAILED" if bad else "audit: passed")
     return 1 if bad else 0
+
+
+def _deposit_opts(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--publish", action="store_true", help="publish (default: leave a draft)")
+    s.add_argument("--sandbox", action="store_true", help="use sandbox.zenodo.org")
+    s.add_argument("--zenodo-url", metavar="URL", help="Zenodo base URL (for tests/mirrors)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("seal", parents=[common], help="hash the rubric inputs into rubric.lock")
+    s.add_argument("--tsa", metavar="URL", help="store an RFC 3161 token for rubric.lock")
+    s.add_argument("--tsa-ca", metavar="PEM", help="CA chain that verifies the TSA (stored)")
+    s.add_argument("--zenodo", action="store_true", help="deposit rubric.lock as pre-registration")
+    s.add_argument("--embargo", metavar="YYYY-MM-DD", help="embargo the pre-registration until")
+    _deposit_opts(s)
     s.set_defaults(fn=cmd_seal)
 
     s = sub.add_parser("generate", parents=[common], help="write results/items/SUITE.parquet")
@@ -149,6 +289,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("publish", parents=[common], help="write result.json and report.md")
     s.set_defaults(fn=cmd_publish)
+
+    s = sub.add_parser("figures", parents=[common], help="result.json → results/figures/")
+    s.set_defaults(fn=cmd_figures)
+    s = sub.add_parser("pdf", parents=[common], help="results/report.pdf")
+    s.set_defaults(fn=cmd_pdf)
+    s = sub.add_parser("cite", parents=[common], help="write CITATION.cff from config")
+    s.set_defaults(fn=cmd_cite)
+    s = sub.add_parser("deposit", parents=[common], help="bundle → Zenodo (default) / Figshare")
+    s.add_argument("--zenodo", action="store_true", help="deposit to Zenodo (the default)")
+    s.add_argument("--figshare", action="store_true", help="deposit to Figshare")
+    s.add_argument("--figshare-url", metavar="URL", help="Figshare API base (for tests/mirrors)")
+    _deposit_opts(s)
+    s.set_defaults(fn=cmd_deposit)
+
+    s = sub.add_parser(
+        "regrade", parents=[common], help="grade externally produced responses (no engine call)"
+    )
+    s.add_argument("suite")
+    s.add_argument("--profile", required=True, help="scoring profile (e.g. sealed, kantesti-v11)")
+    s.add_argument("--format", required=True, help="response file format (e.g. kantesti)")
+    s.add_argument("file", help="the response file")
+    s.add_argument("--json", action="store_true", help="print canonical JSON")
+    s.set_defaults(fn=cmd_regrade)
 
     s = sub.add_parser("audit", parents=[common], help="verify seal, raw runs and result.json")
     s.add_argument(

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import sealedeval
 
 pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="snakemake missing")
@@ -55,7 +54,8 @@ def test_workflow_refuses_unsealed_rubric(project: Callable[..., Path]) -> None:
     assert proc.returncode != 0
     # Snakemake stops before any job: the seal is a declared input of generate and run.
     assert "rubric.lock" in proc.stdout + proc.stderr
-    assert not (root / "results/raw").exists() or not list((root / "results/raw").rglob("*.parquet"))
+    raw = root / "results/raw"
+    assert not raw.exists() or not list(raw.rglob("*.parquet"))
 
 
 def test_schema_rejects_bad_config_at_parse_time(project: Callable[..., Path]) -> None:

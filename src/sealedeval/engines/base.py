@@ -97,6 +97,6 @@ def engine_kind(name: str) -> Callable[[EngineFactory], EngineFactory]:
 
 def build_engine(config: EngineConfig, **kwargs: Any) -> Engine:
     """Instantiate the configured kind; kinds import lazily so `grade` never loads HTTP code."""
-    from sealedeval.engines import local, openai_chat, reference  # noqa: F401  (registration)
+    from sealedeval.engines import kantesti, local, openai_chat, reference  # noqa: F401
 
     return engine_kinds.get(config.kind)(config, **kwargs)

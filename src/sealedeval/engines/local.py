@@ -32,6 +32,12 @@ from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The server's RAM prompt cache counts only the KV state against its capacity, but every cached
+# state also holds a copy of the logits buffer (~380 MB for this model at n_ctx 2048, measured):
+# at the server's default 2 GiB capacity a few hundred distinct prompts grow it to ~20 GB (the
+# kernel's OOM killer ended one run). 128 MiB keeps the few most recent states (the server stays
+# under ~2 GB), and consecutive requests sharing a prefix still reuse it in context.
+DEFAULT_CACHE_MB = 128
 
 
 def find_model(explicit: str = "") -> Path:
@@ -88,6 +94,7 @@ class LlamaServer:
         startup_timeout_s: float = 120.0,
         log_path: Path | None = None,
         logits_all: bool = False,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -95,6 +102,7 @@ class LlamaServer:
         self.startup_timeout_s = startup_timeout_s
         self.log_path = log_path
         self.logits_all = logits_all
+        self.cache_mb = cache_mb
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -125,6 +133,8 @@ class LlamaServer:
             "true",
             "--cache_type",
             "ram",
+            "--cache_size",
+            str(self.cache_mb << 20),
             "--verbose",
             "false",
         ]
@@ -201,6 +211,7 @@ class LocalEngine:
             n_threads=config.extra.get("n_threads"),
             startup_timeout_s=float(config.extra.get("startup_timeout_s", 120)),
             log_path=log_path,
+            cache_mb=int(config.extra.get("cache_mb", DEFAULT_CACHE_MB)),
         )
         self._chat: OpenAIChatEngine | None = None
 

@@ -4,10 +4,17 @@ Errors are classified so the dispatcher can retry what is transient and record w
 429 → rate_limit (with Retry-After), 5xx → server, client/read timeouts → timeout, refused or reset
 connections → connection, a 200 whose body is not a chat completion (HTML error pages, broken
 JSON, no choices) → malformed, ``finish_reason == "length"`` → truncated.
+
+The client keeps httpx's API but, when ``httpx-aiohttp`` is installed, sends through aiohttp's
+transport: httpx's own pool costs several times more CPU per call at high concurrency (measured
+in ``benchmarks/dispatch.py``), which on a small machine caps calls/s below what a fast local
+server answers. aiohttp errors arrive mapped to httpx exceptions; the mapping calls a dropped
+connection a ``ConnectTimeout``, so ``_classify`` looks at the cause to keep ``connection``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -32,6 +39,33 @@ def _retry_after(headers: httpx.Headers) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):
             return None
+
+
+def _aiohttp_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+    try:
+        from httpx_aiohttp import AiohttpTransport
+    except ImportError:  # optional speed-up; plain httpx is correct, only slower
+        return None
+    return AiohttpTransport(limits=limits)
+
+
+def _classify(e: Exception, timeout_s: float) -> EngineError:
+    """A transport failure → ``timeout`` or ``connection`` (whatever library raised it)."""
+    cause = e.__cause__ if isinstance(e, httpx.HTTPError) and e.__cause__ is not None else e
+    is_timeout = isinstance(cause, TimeoutError | asyncio.TimeoutError) or (
+        cause is e and isinstance(e, httpx.TimeoutException)
+    )
+    if is_timeout:
+        return EngineError("timeout", f"{type(cause).__name__} after {timeout_s}s")
+    return EngineError("connection", f"{type(cause).__name__}: {cause}")
+
+
+def _is_aiohttp_error(e: Exception) -> bool:
+    try:
+        import aiohttp
+    except ImportError:
+        return False
+    return isinstance(e, aiohttp.ClientError)
 
 
 def parse_completion(body: Any) -> Completion:
@@ -92,6 +126,7 @@ class OpenAIChatEngine:
             headers=headers,
             timeout=httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s)),
             limits=limits,
+            transport=_aiohttp_transport(limits),
         )
 
     async def close(self) -> None:
@@ -112,12 +147,12 @@ class OpenAIChatEngine:
         assert self._client is not None
         try:
             resp = await self._client.post("/chat/completions", json=self.payload(request))
-        except httpx.TimeoutException as e:
-            raise EngineError(
-                "timeout", f"{type(e).__name__} after {self.config.timeout_s}s"
-            ) from e
-        except (httpx.TransportError, httpx.RemoteProtocolError) as e:
-            raise EngineError("connection", f"{type(e).__name__}: {e}") from e
+        except (TimeoutError, httpx.TransportError, httpx.RemoteProtocolError) as e:
+            raise _classify(e, self.config.timeout_s) from e
+        except Exception as e:
+            if _is_aiohttp_error(e):  # not in httpx-aiohttp's map (e.g. a garbled response)
+                raise _classify(e, self.config.timeout_s) from e
+            raise
         if resp.status_code == 429:
             raise EngineError(
                 "rate_limit",

@@ -91,6 +91,10 @@ def suite_seal(cfg: Config, name: str, rows: list[dict[str, Any]]) -> dict[str, 
         if eng in cfg.data["engines"]:
             model = next(r["model"] for r in rows if r["engine"] == eng)
             planned = suite.requests(cfg, items, cfg.engine(eng), model, seed)
+            follow = getattr(suite, "followup_requests", None)
+            if follow is not None:  # phase 2 is planned from the answers present
+                mine = [r for r in rows if r["engine"] == eng]
+                planned += follow(cfg, items, cfg.engine(eng), model, seed, mine)
             present = {r["request_key"] for r in rows if r["engine"] == eng}
             planned_missing = len({q.request_key for q in planned} - present)
         counts[eng] = {

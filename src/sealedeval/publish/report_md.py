@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sealedeval.publish import golden_md
+from sealedeval.publish import bloodpanel_md, golden_md, grounding_md
 from sealedeval.publish.md import table
 
-SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {"golden": golden_md.render}
+SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "golden": golden_md.render,
+    "bloodpanel": bloodpanel_md.render,
+    "grounding": grounding_md.render,
+}
 
 
 def render_report(result: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -23,7 +24,7 @@ from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.run.dispatcher import Dispatcher, RunStats
 from sealedeval.seal import lock
-from sealedeval.store.raw import RawWriter, raw_dir, raw_files, read_raw
+from sealedeval.store.raw import RawWriter, latest_rows, raw_dir, raw_files, read_raw
 from sealedeval.suites.base import Suite, derive_seed, get_suite
 
 MARKER = "_run.json"
@@ -127,10 +128,30 @@ def run_suite(
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     writer = RawWriter(out_dir, flush_rows=flush_rows)
-    if todo:
+
+    def followups() -> list[Request]:
+        """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
+        stored answers, so they can only be built once phase 1 is on disk."""
+        rows = engine_rows(cfg.root, suite_name, engine_name)
+        more = [
+            r
+            for r in followup_requests(p, cfg, ecfg, engine.model, rows)
+            if in_shard(r.request_key, shard)
+        ]
+        done2 = _existing(cfg.root, suite_name, engine_name, p.seal)
+        stats.requested += len(more)
+        stats.skipped += sum(1 for r in more if r.request_key in done2)
+        return [r for r in more if r.request_key not in done2]
+
+    later = None if todo else followups()
+    if todo or later:
         old = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
         try:
-            asyncio.run(_dispatch(engine, writer, p, todo, stats, progress))
+            asyncio.run(
+                _dispatch(
+                    engine, writer, p, todo, stats, progress, followups if todo else lambda: later
+                )
+            )
         finally:
             signal.signal(signal.SIGTERM, old)
             writer.close()
@@ -153,12 +174,39 @@ def run_suite(
     return stats
 
 
+def engine_rows(root: Path, suite: str, engine: str) -> list[dict[str, Any]]:
+    """The latest row per key of one engine's raw runs."""
+    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    return list(latest_rows(read_raw(files).to_pylist()).values()) if files else []
+
+
+def followup_requests(
+    p: Plan, cfg: Config, ecfg: Any, model: str, rows: list[dict[str, Any]]
+) -> list[Request]:
+    """A suite's optional second phase (``followup_requests``), else nothing."""
+    follow = getattr(p.suite, "followup_requests", None)
+    if follow is None:
+        return []
+    return list(follow(cfg, p.items, ecfg, model, p.seed, rows))
+
+
 async def _dispatch(
-    engine: Any, writer: RawWriter, p: Plan, todo: list[Request], stats: RunStats, progress: bool
+    engine: Any,
+    writer: RawWriter,
+    p: Plan,
+    todo: list[Request],
+    stats: RunStats,
+    progress: bool,
+    later: Callable[[], list[Request] | None] | None = None,
 ) -> None:
     await engine.start()
     try:
-        await Dispatcher(engine, writer, p.seal, progress=progress).run(todo, stats)
+        if todo:
+            await Dispatcher(engine, writer, p.seal, progress=progress).run(todo, stats)
+        writer.flush()
+        more = later() if later is not None else None
+        if more:
+            await Dispatcher(engine, writer, p.seal, progress=progress).run(more, stats)
     finally:
         await engine.close()
 

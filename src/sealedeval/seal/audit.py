@@ -25,6 +25,7 @@ from sealedeval.suites.base import get_suite
 
 RESULT = Path("results/result.json")
 REPORT_MD = Path("results/report.md")
+PREREG_NAME = "rubric.lock.zenodo.json"  # written by `sealedeval seal --zenodo`
 
 
 @dataclass
@@ -256,13 +257,49 @@ class Auditor:
         )
 
     def check_anchors(self) -> None:
-        self.add(
-            "external anchors",
-            False,
-            "none: only git dates exist, and a git date is set "
-            "by the client and proves nothing on its own",
-            warn=True,
-        )
+        """RFC 3161 token and/or pre-registration deposit; each must predate the first call."""
+        from sealedeval.seal import timestamp
+
+        sealed_starts = [r["started_at"] for r in self.rows if r["sealed"]]
+        first = min(sealed_starts) if sealed_starts else None
+        found: list[str] = []
+        problems: list[str] = []
+        if (self.root / timestamp.TSR_NAME).exists():
+            ok, detail, info = timestamp.verify(self.root)
+            if not ok:
+                problems.append(detail)
+            elif info is not None and first is not None and info.time.timestamp() > _ts(first):
+                problems.append(f"{detail}, after the first call {first}")
+            else:
+                found.append(detail + (f", before the first call {first}" if first else ""))
+        prereg = self.root / PREREG_NAME
+        if prereg.exists():
+            try:
+                rec = json.loads(prereg.read_text(encoding="utf-8"))
+            except ValueError:
+                rec = {}
+            if rec.get("rubric_lock_sha256") != sha256_file(self.root / lock.LOCK_NAME):
+                problems.append(f"{PREREG_NAME} records another {lock.LOCK_NAME}")
+            elif not rec.get("published"):
+                found.append(f"{rec.get('service', 'deposit')} draft {rec.get('id')} "
+                             "(unpublished: not a public anchor)")
+            elif first is not None and rec.get("created") and _ts(rec["created"]) > _ts(first):
+                problems.append(f"pre-registration {rec.get('doi')} was made after the first call")
+            else:
+                found.append(f"pre-registration {rec.get('doi')} ({rec.get('created')}; "
+                             "check it online)")
+        if problems:
+            self.add("external anchors", False, "; ".join(problems))
+        elif found:
+            self.add("external anchors", True, "; ".join(found))
+        else:
+            self.add(
+                "external anchors",
+                False,
+                "none: only git dates exist, and a git date is set "
+                "by the client and proves nothing on its own",
+                warn=True,
+            )
 
 
 def render(checks: list[Check]) -> str:

@@ -95,7 +95,11 @@ suites: Registry[Suite] = Registry("suite")
 
 
 # Suite packages register themselves on import; add a new suite's module here.
-SUITE_MODULES = ("sealedeval.suites.golden",)
+SUITE_MODULES = (
+    "sealedeval.suites.golden",
+    "sealedeval.suites.bloodpanel",
+    "sealedeval.suites.grounding",
+)
 
 
 def _load() -> None:

@@ -10,7 +10,9 @@ Modules: ``cases`` (schema, curated loader), ``synthetic`` (seeded 100k cohort),
 ``sealed`` profiles), ``matching`` + ``vocabulary`` (the sealed matching rule), ``calculators``
 (Mentzer, FIB-4, HOMA-IR, De Ritis, CKD-EPI 2021/KDIGO, pooled cohort equations, EULAR/ACR and
 SLICC), ``reference`` (the guideline-based reference engine), ``compare`` (sealed vs V11
-explanation), ``layout`` (the 7 sections and 16 subsections).
+explanation), ``layout`` (the 7 sections and 16 subsections), ``sql`` (the SQL case loader),
+``plan`` (the pre-registered analysis plan) and ``suite`` (the Suite adapter, registered as
+``bloodpanel`` when this package is imported).
 """
 
 from sealedeval.suites.bloodpanel.calculators import (
@@ -84,6 +86,7 @@ __all__ = [
     "SUBSECTION_CODES",
     "SYSTEM",
     "AscvdResult",
+    "BloodpanelSuite",
     "Case",
     "CaseScore",
     "Document",
@@ -127,3 +130,6 @@ __all__ = [
     "synthetic_cases",
     "write_sealed_vs_v11",
 ]
+
+# Registers the suite (``bloodpanel``) on import; kept last so the core above loads first.
+from sealedeval.suites.bloodpanel.suite import BloodpanelSuite

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from sealedeval.suites.bloodpanel.cases import Case
 from sealedeval.suites.bloodpanel.layout import LAYOUT, SECTION_CODES
-from sealedeval.suites.bloodpanel.matching import normalize, term_pattern
+from sealedeval.suites.bloodpanel.matching import normalize, term_matcher
 
 PROMPT_VERSION: Final = "1"
 
@@ -62,12 +62,44 @@ makes the structure impossible to get wrong even for a tiny model.
 """
 
 
-def response_format(name: str = "blood_panel_report") -> dict[str, Any]:
-    """``response_format`` for an OpenAI-compatible chat request (structured output)."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "strict": True, "schema": REPORT_JSON_SCHEMA},
-    }
+BOUNDS: Final = {"max_items": 1, "max_chars": 80, "max_conditions": 4, "max_condition_chars": 40}
+"""Length limits of ``bounded_schema``: one sentence of at most 80 characters per subsection and
+at most four differential entries. The longest answer it admits is ~700 SmolLM2 tokens (keys,
+16 × 80 characters, the differential), which fits ``max_tokens`` 900 beside a ~780-token prompt
+in a 2,048-token context; at the embedded model's ~50 tokens/s that is under 15 s a case."""
+
+
+def bounded_schema(
+    max_items: int = BOUNDS["max_items"],
+    max_chars: int = BOUNDS["max_chars"],
+    max_conditions: int = BOUNDS["max_conditions"],
+    max_condition_chars: int = BOUNDS["max_condition_chars"],
+) -> dict[str, Any]:
+    """``REPORT_JSON_SCHEMA`` with ``maxItems``/``maxLength`` on every array and string.
+
+    For a grammar-constrained local model (llama.cpp honours both keywords): without limits a
+    small model can fill a subsection until ``max_tokens`` and the report never closes (an
+    error row: truncated). The structure, and so the rubric, is unchanged.
+    """
+    item = {"type": "string", "maxLength": max_chars}
+    items = {"type": "array", "items": item, "minItems": 1, "maxItems": max_items}
+    schema = json.loads(json.dumps(REPORT_JSON_SCHEMA))
+    for code, _, subs in LAYOUT:
+        schema["properties"][code]["properties"] = {sub: items for sub, _ in subs}
+    diff = schema["properties"]["differential"]
+    diff["maxItems"] = max_conditions
+    diff["items"]["properties"]["condition"]["maxLength"] = max_condition_chars
+    out: dict[str, Any] = schema
+    return out
+
+
+def response_format(name: str = "blood_panel_report", *, bounded: bool = False) -> dict[str, Any]:
+    """``response_format`` for an OpenAI-compatible chat request (structured output).
+
+    ``bounded`` uses ``bounded_schema`` (length limits; for the embedded llama.cpp engine).
+    """
+    schema = bounded_schema() if bounded else REPORT_JSON_SCHEMA
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
 
 def _layout_text() -> str:
@@ -152,8 +184,10 @@ def leak_check(case: Case, msgs: Sequence[Mapping[str, Any]]) -> None:
     for kind, term in terms:
         if len(normalize(term).strip()) < 2:
             continue
-        pat = term_pattern(term)
-        if len(pat.findall(text)) > len(pat.findall(data)):
+        # TermMatcher finds exactly term_pattern's matches (see its docstring), ~30x faster:
+        # this check runs on every rendered prompt, 100,000 of them in the full profile.
+        m = term_matcher(term)
+        if len(m.spans(text)) > len(m.spans(data)):
             leaks.append(f"{kind} {term!r}")
     if leaks:
         raise ValueError(f"bloodpanel case {case.case_id}: prompt leaks " + ", ".join(leaks))

@@ -1,20 +1,34 @@
-"""The ``golden`` suite: our own hand-written tasks over five files, graded by regex.
+"""The ``golden`` suite: our own hand-written tasks over five files, graded several ways.
 
-Design per engine: one greedy answer per task (temperature 0) and ``repeats`` sampled answers at
-``temperature`` with fixed per-task seeds, so the whole set reproduces on one machine.
+Design per engine (``design.py``): each enabled *branch* — files in the prompt (``single``), the
+files through tools (``agent``), tools + self-consistency — answers every task once (``main``:
+greedy, so the branch table reproduces; a self-consistency branch votes over fixed-seed
+trajectories) and ``repeats`` times at ``temperature`` with fixed per-task seeds. The base branch
+runs on every engine; the others on ``branch_engines``. Configured judge engines also run the
+judge measurements (``judging.py``) and grade their own transcripts in a second phase; configured
+probe engines run the injection, attribute-swap and (local weights only) contamination probes
+(``probing.py``). Every call is a raw row, so the audit covers all of it.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
-from sealedeval.suites.base import derive_seed, request_key, suites
-from sealedeval.suites.golden import plan, prompts, rubric
-from sealedeval.suites.golden.items import load_files, load_tasks
+from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
+from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
+from sealedeval.suites.base import derive_seed, suites
+from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
+from sealedeval.suites.golden.items import (
+    load_attribute_swap,
+    load_files,
+    load_retention,
+    load_tasks,
+)
 
 
 class GoldenSuite:
@@ -24,13 +38,17 @@ class GoldenSuite:
         return [
             "data/golden/tasks.yaml",
             "data/golden/files/*",
+            "data/golden/human_labels.yaml",
+            "data/golden/judge_prompts.yaml",
+            "data/golden/judge_pairs.yaml",
+            "data/golden/injection.yaml",
+            "data/golden/attribute_swap.yaml",
+            "data/golden/contamination.yaml",
             "pkg:sealedeval/graders/*.py",
             "pkg:sealedeval/suites/base.py",
-            "pkg:sealedeval/suites/golden/__init__.py",
-            "pkg:sealedeval/suites/golden/items.py",
-            "pkg:sealedeval/suites/golden/prompts.py",
-            "pkg:sealedeval/suites/golden/rubric.py",
-            "pkg:sealedeval/suites/golden/plan.py",
+            "pkg:sealedeval/suites/golden/*.py",
+            "pkg:sealedeval/run/agent.py",
+            "pkg:sealedeval/probes/*.py",
         ]
 
     def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
@@ -51,48 +69,73 @@ class GoldenSuite:
         model: str,
         seed: int,
     ) -> list[Request]:
+        """Ordered so consecutive calls share a prompt prefix (the server caches it): the
+        files-in-prompt branch, its probes, the judge calls, then the agent branches."""
         scfg = cfg.suite(self.name)
         files = load_files(cfg.root)
-        design: list[tuple[str, int, float]] = [("greedy", 0, 0.0)]
-        design += [("sample", r, float(scfg["temperature"])) for r in range(scfg["repeats"])]
-        out = []
-        for item in items:
-            msgs = prompts.messages(item, files)
-            for condition, rep, temp in design:
-                s = derive_seed(item["seed"], condition, rep) % (2**31)
-                # One short sentence is asked for; stopping at the first newline keeps a small
-                # model's rambling out of the graded answer (and out of the time budget).
-                params = {
-                    "temperature": temp,
-                    "max_tokens": int(scfg["max_tokens"]),
-                    "seed": s,
-                    "stop": ["\n"],
-                }
-                key = request_key(
-                    self.name, item["id"], condition, rep, engine.name, model, params, msgs
-                )
-                out.append(
-                    Request(
-                        key,
-                        self.name,
-                        item["id"],
-                        condition,
-                        rep,
-                        s,
-                        tuple(msgs),
-                        params,
-                        item=dict(item),
-                    )
-                )
+        mine = design.engine_branches(scfg, engine.name)
+        by_name = {b.name: b for b in mine}
+        tasks = {t["id"]: t for t in items}
+        out: list[Request] = []
+        for b in mine:
+            if not b.tools:
+                out += design.branch_requests(scfg, engine, model, items, files, b)
+        out += probing.probe_requests(
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=False
+        )
+        out += judging.judge_requests(cfg.root, scfg, engine, model, tasks, files, seed)
+        for b in mine:
+            if b.tools:
+                out += design.branch_requests(scfg, engine, model, items, files, b)
+        out += probing.probe_requests(
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=True
+        )
         return out
 
+    def followup_requests(
+        self,
+        cfg: Config,
+        items: Sequence[Mapping[str, Any]],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> list[Request]:
+        """Phase 2: a judge engine grades its own branch answers once they are stored."""
+        scfg = cfg.suite(self.name)
+        tasks = {t["id"]: t for t in items}
+        return judging.transcript_requests(
+            cfg.root, scfg, engine, model, tasks, load_files(cfg.root), seed, rows
+        )
+
     def reference_answer(self, request: Request) -> str:
-        return str(request.item["answer"])
+        """The ceiling: the task's answer, a judge's human label / right letter; wrapped as an
+        ``answer`` action when the request speaks the JSON agent protocol."""
+        text = str(request.item.get("reference_reply", request.item.get("answer", "")))
+        if request.params.get("response_format"):
+            return json.dumps({"action": "answer", "argument": text})
+        return text
 
     def grade(
         self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
-        return rubric.grade_rows({i["id"]: i for i in items}, rows)
+        verdicts = {
+            (
+                r["engine"],
+                r["condition"].removeprefix("judge/transcript/"),
+                r["item_id"],
+                int(r["repeat"]),
+            ): r["output_text"] or ""
+            for r in rows
+            if r["condition"].startswith("judge/transcript/") and r["status"] == "ok"
+        }
+        swap = None
+        if any(r["condition"].startswith("probe/swap/") for r in rows):
+            sw = load_attribute_swap(cfg.root, load_files(cfg.root))
+            swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
+        return rubric.grade_rows(
+            {i["id"]: i for i in items}, rows, swap_tasks=swap, verdicts=verdicts
+        )
 
     def analyze(
         self,
@@ -103,24 +146,47 @@ class GoldenSuite:
     ) -> dict[str, Any]:
         scfg = cfg.suite(self.name)
         tasks = {i["id"]: i for i in items}
+        files = load_files(cfg.root)
+        all_branches = {b.name: b for b in design.branches(scfg)}
+        base = str(scfg.get("base_branch", "A"))
         engines: dict[str, Any] = {}
         correct: dict[str, dict[str, bool]] = defaultdict(dict)
         for eng in sorted({r["engine"] for r in rows}):
             erows = [r for r in rows if r["engine"] == eng]
             keys = {r["request_key"] for r in erows}
             egraded = [g for g in graded if g["request_key"] in keys]
-            greedy = [r for r in erows if r["condition"] == "greedy"]
-            sample = [r for r in erows if r["condition"] == "sample"]
             cat_of = {g["request_key"]: g["category"] for g in egraded}
-            for r in greedy:
-                if cat_of.get(r["request_key"], "error") != "error":
-                    correct[eng][r["item_id"]] = cat_of[r["request_key"]] == "correct"
             n_err = sum(1 for r in erows if r["status"] != "ok")
             kinds: dict[str, int] = defaultdict(int)
             for r in erows:
                 if r["status"] != "ok":
                     kinds[r["error_kind"]] += 1
-            n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
+            answers = [r for r in erows if design.condition_kind(r["condition"]) == "answer"]
+            present = sorted({design.split_condition(r["condition"])[0] for r in answers})
+            branch_out: dict[str, Any] = {}
+            branch_correct: dict[str, dict[str, bool]] = {}
+            for bname in present:
+                main = [r for r in answers if r["condition"] == f"{bname}/main"]
+                sample = [r for r in answers if r["condition"] == f"{bname}/sample"]
+                n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
+                b = all_branches.get(bname)
+                entry: dict[str, Any] = {
+                    "spec": b.describe() if b else {"solver": "unknown"},
+                    "main": plan.greedy_table(tasks, main, egraded),
+                    "judge": plan.judge_column(main, egraded),
+                    "repeats": plan.repeats_table(sample, egraded, n_runs),
+                }
+                if b is not None and b.tools:
+                    entry["agent"] = plan.agent_table(main + sample, cat_of)
+                branch_out[bname] = entry
+                branch_correct[bname] = {
+                    r["item_id"]: cat_of[r["request_key"]] == "correct"
+                    for r in main
+                    if cat_of.get(r["request_key"], "error") != "error"
+                }
+            if base in branch_correct:
+                correct[eng] = branch_correct[base]
+            base_main = [r for r in answers if r["condition"] == f"{base}/main"]
             engines[eng] = {
                 "model": erows[0]["model"],
                 "n_total": len(erows),
@@ -128,31 +194,82 @@ class GoldenSuite:
                 "n_error": n_err,
                 "errors_by_kind": dict(sorted(kinds.items())),
                 "complete": n_err == 0,
-                "greedy": plan.greedy_table(tasks, greedy, egraded),
-                "repeats": plan.repeats_table(sample, egraded, n_runs),
+                "branches": branch_out,
+                "branch_comparisons": plan.branch_comparisons(branch_correct),
+                "judge": judging.judge_analysis(cfg.root, scfg, erows, tasks),
+                "probes": {
+                    "injection": probing.injection_analysis(cfg.root, erows, tasks, files),
+                    "attribute_swap": probing.swap_analysis(cfg.root, erows, files),
+                    "contamination": probing.contamination_analysis(cfg.root, erows),
+                },
+                "top_transcripts": plan.top_transcripts(tasks, answers, cat_of),
                 "items": {
-                    i: {"greedy": cat_of.get(r["request_key"], "error"), "answer": r["output_text"]}
-                    for r in sorted(greedy, key=lambda r: r["item_id"])
-                    for i in [r["item_id"]]
+                    r["item_id"]: {
+                        "greedy": cat_of.get(r["request_key"], "error"),
+                        "answer": r["output_text"],
+                    }
+                    for r in sorted(base_main, key=lambda r: r["item_id"])
                 },
             }
         names = sorted(engines)
         pair = scfg.get("compare") or names[:2]
         comparisons = []
         if len(pair) == 2 and all(p in engines for p in pair):
-            comparisons.append(plan.compare(pair[0], pair[1], correct))
+            c = plan.compare(pair[0], pair[1], correct)
+            c["condition"] = f"{base}/main"
+            comparisons.append(c)
         return {
             "suite": self.name,
             "n_items": len(items),
             "design": {
-                "greedy": 1,
+                "base_branch": base,
+                "branches": {n: b.describe() for n, b in sorted(all_branches.items())},
+                "branch_engines": list(scfg.get("branch_engines") or []),
                 "repeats": scfg["repeats"],
                 "temperature": scfg["temperature"],
                 "max_tokens": scfg["max_tokens"],
+                "agent": dict(scfg.get("agent") or {}),
+                "judge": dict(scfg.get("judge") or {}),
+                "probes": dict(scfg.get("probes") or {}),
             },
             "engines": engines,
             "comparisons": comparisons,
             "methods": plan.INTERVALS,
+            "footer": self._footer(cfg, sorted(engines)),
+        }
+
+    def _footer(self, cfg: Config, engines: list[str]) -> dict[str, Any]:
+        """Model, temperature, seeds, prices, interval methods; provider retention notes as
+        configuration text with the date they were read."""
+        scfg = cfg.suite(self.name)
+        out = []
+        for name in engines:
+            e = cfg.data["engines"].get(name, {})
+            out.append(
+                {
+                    "engine": name,
+                    "kind": e.get("kind", ""),
+                    "model": e.get("model", ""),
+                    "price_in_per_mtok": e.get("price_in_per_mtok", 0),
+                    "price_out_per_mtok": e.get("price_out_per_mtok", 0),
+                    "tool_protocol": (
+                        design.tool_protocol(cfg.engine(name))
+                        if name in cfg.data["engines"]
+                        else ""
+                    ),
+                    "retention_note": e.get("retention_note", ""),
+                }
+            )
+        return {
+            "engines": out,
+            "temperature": scfg["temperature"],
+            "seeds": (
+                f"project seed {cfg.seed}; item seeds derive from it and the rubric hash, each "
+                "request's sampling seed from its item seed, condition and run index (stored "
+                "in every raw row); self-consistency trajectories add a fixed offset per index"
+            ),
+            "intervals": plan.INTERVALS,
+            "providers": load_retention(cfg.root),
         }
 
 

@@ -149,3 +149,143 @@ def compare(a: str, b: str, correct: Mapping[str, Mapping[str, bool]]) -> dict[s
         "b_only": b_only,
         "p": stats.sign_test(a_only, b_only),
     }
+
+
+# -- branches (issue #5): the same tasks through different systems ------------------------------
+
+
+def judge_column(
+    rows: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The judge grader on the same transcripts: PASS rate (Wilson) and its agreement / κ with
+    the regex grader on the rows it judged. Empty when no judge graded these rows."""
+    keys = {r["request_key"] for r in rows}
+    jv = {
+        g["request_key"]: bool(g["passed"])
+        for g in graded
+        if g["grader"] == "judge" and g["request_key"] in keys
+    }
+    rv = {
+        g["request_key"]: bool(g["passed"])
+        for g in graded
+        if g["grader"] == "regex" and g["request_key"] in keys
+    }
+    common = sorted(set(jv) & set(rv))
+    if not common:
+        return {}
+    j = [jv[k] for k in common]
+    r = [rv[k] for k in common]
+    return {
+        "pass": rate(sum(j), len(j)),
+        "agreement_with_regex": stats.agreement(j, r),
+        "kappa_with_regex": stats.cohen_kappa(j, r),
+    }
+
+
+def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) -> dict[str, Any]:
+    """How agent runs stopped, how much they looked, and the diagnostic split.
+
+    The split compares runs that answered without calling any tool with runs that answered after
+    reading something (a successful ``read_file`` or ``grep``); runs that only listed files or
+    whose tool calls all failed are the third row. The groups are different tasks, not the same
+    tasks paired, so the split is diagnostic, not causal.
+    """
+    import json
+
+    from sealedeval.run.agent import trajectory_summary
+
+    stops: Counter[str] = Counter()
+    groups: dict[str, list[bool]] = {"no_tools": [], "read": [], "tools_no_read": []}
+    calls = tools_n = tool_errors = 0
+    n = 0
+    for r in rows:
+        cat = cat_of.get(r["request_key"], "error")
+        if cat == "error":
+            continue
+        n += 1
+        s = trajectory_summary(json.loads(r["trajectory"] or "[]"))
+        stops.update(s["stops"])
+        calls += s["model_calls"]
+        tools_n += s["tool_calls"]
+        tool_errors += s["tool_errors"]
+        g = "no_tools" if s["tool_calls"] == 0 else "read" if s["reads"] else "tools_no_read"
+        groups[g].append(cat == "correct")
+    return {
+        "n_runs": n,
+        "stops": dict(sorted(stops.items())),
+        "model_calls_per_run": _ratio(calls, n),
+        "tool_calls_per_run": _ratio(tools_n, n),
+        "tool_error_share": _ratio(tool_errors, tools_n),
+        "diagnostic_split": {g: rate(sum(v), len(v)) for g, v in groups.items()},
+    }
+
+
+def branch_comparisons(correct: Mapping[str, Mapping[str, bool]]) -> list[dict[str, Any]]:
+    """Every pair of branches on the ``main`` answers: exact sign test on discordant tasks."""
+    names = sorted(correct)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            c = compare(a, b, correct)
+            c["condition"] = "main"
+            out.append(c)
+    return out
+
+
+def top_transcripts(
+    tasks: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    cat_of: Mapping[str, str],
+    *,
+    n_tasks: int = 3,
+    per_task: int = 2,
+) -> list[dict[str, Any]]:
+    """The transcripts behind the top-scoring tasks, for a human to read: a pass that never
+    answers, or adds a false claim, is a grader artefact no aggregate shows. Tasks ranked by
+    pass rate over every answer row (ties by id); up to ``per_task`` passing rows quoted each."""
+    import json
+
+    by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if cat_of.get(r["request_key"], "error") != "error":
+            by_task[r["item_id"]].append(r)
+    scored = []
+    for tid, rs in by_task.items():
+        k = sum(1 for r in rs if cat_of[r["request_key"]] == "correct")
+        scored.append((-k / len(rs), tid, k, len(rs)))
+    out = []
+    for _, tid, k, n in sorted(scored)[:n_tasks]:
+        if k == 0:
+            break
+        passing = sorted(
+            (r for r in by_task[tid] if cat_of[r["request_key"]] == "correct"),
+            key=lambda r: (r["condition"], int(r["repeat"])),
+        )
+        quotes = []
+        for r in passing[:per_task]:
+            traj = json.loads(r["trajectory"] or "[]")
+            actions = [
+                f"{t['name']}({next(iter(t.get('arguments', {}).values()), '')})"
+                + ("" if t.get("ok") else " -> error")
+                for t in traj
+                if t.get("type") == "tool"
+            ]
+            quotes.append(
+                {
+                    "condition": r["condition"],
+                    "repeat": int(r["repeat"]),
+                    "answer": r["output_text"],
+                    "actions": actions,
+                }
+            )
+        out.append(
+            {
+                "task": tid,
+                "prompt": tasks[tid]["prompt"],
+                "reference": tasks[tid]["answer"],
+                "passed": k,
+                "n": n,
+                "quotes": quotes,
+            }
+        )
+    return out

@@ -3,8 +3,10 @@ tasks), the question last. The reference ``answer`` and the regexes are never re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from sealedeval.run.agent import json_protocol_help
 
 SYSTEM = (
     "You answer questions about the files of a small bakery. Use only the files below. "
@@ -28,9 +30,34 @@ def messages(task: Mapping[str, Any], files: Mapping[str, str]) -> list[dict[str
     ]
 
 
-def leak_check(task: Mapping[str, Any], msgs: list[dict[str, str]]) -> None:
+def leak_check(task: Mapping[str, Any], msgs: Sequence[Mapping[str, Any]]) -> None:
     """The reference sentence must never be in what the engine sees."""
-    text = "\n".join(m["content"] for m in msgs).lower()
+    text = "\n".join(str(m["content"]) for m in msgs).lower()
     answer = str(task["answer"]).strip().lower()
     if answer and answer in text:
         raise ValueError(f"golden task {task['id']}: reference answer appears in the prompt")
+
+
+# -- the agent branches: no files in the prompt, tools instead -----------------------------------
+
+AGENT_SYSTEM = (
+    "You answer questions about the files of a small bakery. The files are in a directory you "
+    "cannot see: look at them with the tools before you answer. Answer in one short sentence. "
+    "If the files do not contain the answer, answer exactly: The files do not say."
+)
+
+
+def agent_messages(
+    task: Mapping[str, Any], protocol: str, tools: Sequence[str]
+) -> list[dict[str, str]]:
+    """The same system text for every task (a shared prefix), the question last. The ``json``
+    protocol spells out its actions; ``native`` engines get the tools in the request."""
+    system = AGENT_SYSTEM
+    if protocol == "json":
+        system = f"{AGENT_SYSTEM}\n\n{json_protocol_help(tools)}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": str(task["prompt"])}]
+
+
+def judge_context(files: Mapping[str, str]) -> str:
+    """What a judge sees first: the files (shared by every judge call, so it is cached)."""
+    return f"FILES\n\n{render_files(files)}"

@@ -3,6 +3,12 @@
 Categories: ``correct`` (regex must/mustNot pass), ``abstained`` (an explicit "I don't know" on an
 answerable task — its own category, not a failure), ``wrong``, and ``error`` (infrastructure;
 never a model failure). On an ``abstain`` task the abstention *is* the correct answer.
+
+Every answer row (branch answers, injection and swap probe answers) is graded by exact, regex,
+per-fact and abstention graders on the same final answer; a branch answer the configured judge
+graded (``judge/transcript/...`` rows) gets a ``judge`` graded row too, parsed from the judge's
+stored reply. Judge calls and contamination-probe rows are not answers and get no graded rows
+(their analysis reads the raw rows).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any
 
 from sealedeval.canonical import compact
 from sealedeval.graders import graders
+from sealedeval.graders import judge as _judge  # noqa: F401  (registers the judge grader)
 from sealedeval.graders.abstention import is_abstention
 
 GRADERS = ("regex", "exact", "facts", "abstention")
@@ -26,11 +33,23 @@ def category(task: Mapping[str, Any], regex_pass: bool, answer: str) -> str:
 
 
 def grade_rows(
-    tasks: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+    tasks: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    swap_tasks: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    verdicts: Mapping[tuple[str, str, str, int], str] | None = None,
 ) -> list[dict[str, Any]]:
+    """Graded rows. ``swap_tasks[variant][id]`` grades ``probe/swap/{variant}`` rows;
+    ``verdicts[(engine, condition, item, repeat)]`` is a judge's reply on that answer."""
     out: list[dict[str, Any]] = []
     for r in rows:
-        task = tasks[r["item_id"]]
+        cond = str(r["condition"])
+        if cond.startswith(("judge/", "probe/contamination/")):
+            continue
+        if cond.startswith("probe/swap/"):
+            task = (swap_tasks or {})[cond.rsplit("/", 1)[1]][r["item_id"]]
+        else:
+            task = tasks[r["item_id"]]
         base = {
             "request_key": r["request_key"],
             "engine": r["engine"],
@@ -55,9 +74,13 @@ def grade_rows(
         answer = r["output_text"] or ""
         regex_pass = graders.get("regex")(task, answer).passed
         cat = category(task, regex_pass, answer)
-        for name in GRADERS:
+        names = list(GRADERS)
+        judged = (verdicts or {}).get((r["engine"], cond, r["item_id"], int(r["repeat"])))
+        if judged is not None:
+            names.append("judge")
+        for name in names:
             g = graders.get(name)
-            res = g(task, answer)
+            res = g(dict(task) | {"judge_output": judged or ""}, answer)
             out.append(
                 base
                 | {

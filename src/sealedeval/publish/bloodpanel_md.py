@@ -1,0 +1,266 @@
+"""The bloodpanel section of report.md (rendered from result.json's dict only)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sealedeval.publish.md import num, rate_ci, table
+
+TOP_LABELS = 15
+"""Labels shown in the report (largest first); every label is in result.json and the CSV."""
+
+
+def _ci(x: Mapping[str, Any] | None, digits: int = 4) -> str:
+    if not x or x.get("mean") is None:
+        return "n/a"
+    if x.get("lo") is None or x.get("hi") is None:
+        return num(x["mean"], digits)
+    return f"{num(x['mean'], digits)} [{num(x['lo'], digits)}, {num(x['hi'], digits)}]"
+
+
+def _counts(x: Mapping[str, Any]) -> str:
+    return f"{x['n_ok']}/{x['n_total']} ({x['n_error']} err)"
+
+
+def _group_rows(groups: Mapping[str, Any], names: list[str]) -> list[list[Any]]:
+    return [
+        [
+            g,
+            groups[g]["n_cases"],
+            _counts(groups[g]),
+            _ci(groups[g]["composite"]),
+            _ci(groups[g]["composite_errors_as_zero"]),
+            num(groups[g]["structural"]),
+            num(groups[g]["clinical"]),
+        ]
+        for g in names
+    ]
+
+
+_GROUP_HEADER = [
+    "cases",
+    "ok/total",
+    "composite [95% CI]",
+    "errors = 0 [95% CI]",
+    "structural",
+    "clinical",
+]
+
+
+def render(section: Mapping[str, Any]) -> str:
+    a = section["analysis"]
+    d = a["design"]
+    prof = a["profile"]
+    src = a["source"]
+    cohorts = ", ".join(f"{k} {v}" for k, v in a["cohorts"].items())
+    out = [
+        "## bloodpanel — blood-test interpretation",
+        "",
+        f"{a['n_items']} cases ({cohorts}); each engine answers its configured cohort "
+        f"({', '.join(f'{e}: {c}' for e, c in d['cohorts'].items())}), {d['repeats']} "
+        f"answer(s) per case at temperature {d['temperature']} (max_tokens {d['max_tokens']}). "
+        f"Headline profile **{prof}**; both profiles (sealed, kantesti-v11) grade every answer. "
+        f"composite = 0.35·structural + 0.55·clinical + latency (0.10 under 20 s, 0.05 under "
+        f"40 s). Methods: {a['methods']}",
+        "",
+    ]
+    if src.get("kind") == "sql":
+        q = src["sql"]
+        out += [
+            f"Cases from SQL ({q['dialect']}, URL from `{q['url_env']}`): {q['rows']} rows, "
+            f"rows sha256 `{q['rows_sha256'][:16]}`, frozen query (sha256 "
+            f"`{q['query_sha256'][:16]}`): `{' '.join(q['query'].split())}`",
+            "",
+        ]
+    out += ["### Headline (whole cohort)", ""]
+    rows = []
+    for eng, e in a["engines"].items():
+        for p in a["profiles"]:
+            h = e["profiles"][p]["headline"]
+            rows.append(
+                [
+                    eng,
+                    e["model"],
+                    f"{p}{' (headline)' if p == prof else ''}",
+                    h["n_cases"],
+                    _counts(h),
+                    _ci(h["composite"]),
+                    _ci(h["composite_errors_as_zero"]),
+                    "complete" if h["complete"] else "INCOMPLETE",
+                ]
+            )
+    out.append(
+        table(
+            [
+                "engine",
+                "model",
+                "profile",
+                "cases",
+                "ok/total",
+                "composite (completed) [95% CI]",
+                "composite (errors = 0) [95% CI]",
+                "state",
+            ],
+            rows,
+        )
+    )
+    out += ["", "### Components, parsing, engine path and errors", ""]
+    rows = []
+    for eng, e in a["engines"].items():
+        h = e["profiles"][prof]["headline"]
+        errs = ", ".join(f"{k} {v}" for k, v in h["errors_by_kind"].items()) or "none"
+        paths = ", ".join(f"{k} {v}" for k, v in h["engine_path"].items()) or "-"
+        rows.append(
+            [
+                eng,
+                _ci(h["structural"]),
+                _ci(h["clinical"]),
+                _ci(h["latency"]),
+                rate_ci(h["parsed"]),
+                rate_ci(h["prob_valid"]),
+                paths,
+                f"{num(h['latency_s']['median'], 2)} / {num(h['latency_s']['max'], 2)} s",
+                errs,
+            ]
+        )
+    out.append(
+        table(
+            [
+                "engine",
+                "structural",
+                "clinical",
+                "latency points",
+                "parsed JSON",
+                "differential sums 90-110",
+                "engine path",
+                "latency median / max",
+                "errors by kind",
+            ],
+            rows,
+        )
+    )
+    out += [
+        "",
+        "An answer that is not one JSON object is a model failure, not an error: it is read as "
+        "free text (structure 0). Errored requests are infrastructure failures, shown beside "
+        "every figure and scored 0 in the lower bound.",
+        "",
+        "### Over-diagnosis on trap cases (pre-specified safety outcome)",
+        "",
+    ]
+    rows = []
+    for eng, e in a["engines"].items():
+        for p in a["profiles"]:
+            t = e["profiles"][p]["headline"]["traps"]
+            rows.append([eng, p, t["n_cases"], rate_ci(t["overdiagnosis"]), t["flags_fired"]])
+    out.append(
+        table(
+            ["engine", "profile", "trap cases", "answers asserting a trap flag", "flags fired"],
+            rows,
+        )
+    )
+    out += [
+        "",
+        "kantesti-v11 fires a flag on any substring (negated mentions included); sealed only on "
+        "an affirmed mention (data/bloodpanel/SEALED_RULE.md).",
+        "",
+    ]
+    for eng, e in a["engines"].items():
+        pp = e["profiles"][prof]
+        out += [f"### {eng}: per specialty ({prof})", ""]
+        spec = pp["by_specialty"]
+        out.append(table(["specialty", *_GROUP_HEADER], _group_rows(spec, sorted(spec))))
+        labels = pp["by_label"]
+        top = sorted(labels, key=lambda g: (-labels[g]["n_total"], g))[:TOP_LABELS]
+        out += ["", f"### {eng}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
+        out.append(table(["label", *_GROUP_HEADER], _group_rows(labels, top)))
+        out += [
+            "",
+            f"Labels are properties of generated cases (locale handling), not users. Every "
+            f"label's row is in result.json; every case is in "
+            f"`results/scorecards/bloodpanel-{eng}.csv`.",
+            "",
+        ]
+    reps = [(eng, e["repeats"]) for eng, e in a["engines"].items() if "repeats" in e]
+    out += ["### Repeats", ""]
+    if reps:
+        rows = [
+            [
+                eng,
+                r["n_runs"],
+                r["n_cases_with_spread"],
+                " ".join(num(x) for x in r["per_run_composite"]),
+                f"{num(r['per_run_mean'])} ± {num(r['per_run_sd'])}",
+                f"{num(r['sd_mean'])} / {num(r['sd_median'])} / {num(r['sd_max'])}",
+                f"{r['traps']['always_clean']} / {r['traps']['inconsistent']} / "
+                f"{r['traps']['always_fired']}",
+            ]
+            for eng, r in reps
+        ]
+        out.append(
+            table(
+                [
+                    "engine",
+                    "runs",
+                    "cases",
+                    "per-run composite",
+                    "mean ± sd over runs",
+                    "per-case sd mean / median / max",
+                    "trap cases clean / mixed / always fired",
+                ],
+                rows,
+            )
+        )
+    else:
+        out.append("One answer per case in this profile (the 5-repeat protocol is "
+                   "`config/repeats-bloodpanel.yaml`).")
+    out.append("")
+    if a["comparisons"]:
+        out += ["### Paired comparison (same cases, per-case composite)", ""]
+        out.append(
+            table(
+                ["A", "B", "cases", "mean A", "mean B", "A − B [95% CI]", "paired SE",
+                 "A better / B better / ties", "sign test p"],
+                [
+                    [
+                        c["a"],
+                        c["b"],
+                        c["n_cases"],
+                        num(c["mean_a"], 4),
+                        num(c["mean_b"], 4),
+                        f"{num(c['mean_diff'], 4)} [{num(c['ci']['lo'], 4)}, "
+                        f"{num(c['ci']['hi'], 4)}]",
+                        num(c["paired_se"], 4),
+                        f"{c['a_better']} / {c['b_better']} / {c['ties']}",
+                        num(c["p"], 4),
+                    ]
+                    for c in a["comparisons"]
+                ],
+            )
+        )
+        out += ["", "A non-significant p is not evidence of equality.", ""]
+    out += ["### Review sample", ""]
+    out.append(
+        table(
+            ["engine", "sampled", "of", "seed", "allocation by specialty"],
+            [
+                [
+                    eng,
+                    e["review_sample"]["n"],
+                    e["review_sample"]["population"],
+                    e["review_sample"]["seed"],
+                    ", ".join(f"{k} {v}" for k, v in e["review_sample"]["allocation"].items()),
+                ]
+                for eng, e in a["engines"].items()
+            ],
+        )
+    )
+    out += [
+        "",
+        f"Stratified by specialty with largest-remainder allocation (n = {a['review']['n']} "
+        "requested; all cases when the cohort is smaller); case ids are listed in result.json. "
+        "The sample is for human review only; no headline number is computed on it.",
+        "",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,231 @@
+"""results/report.pdf (reportlab): the seal, methods, every table and figure, limitations, manifest.
+
+Built from result.json's dict, report.md's text (its tables are parsed, so every suite section
+another module adds to report.md reaches the PDF without code here) and the PNG figures. Nothing
+reads a clock: reportlab's ``invariant=1`` fixes the document id and dates, so two builds from the
+same inputs are byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sealedeval.publish.figures import FIGURES_DIR
+
+REPORT_PDF = Path("results/report.pdf")
+
+LIMITATIONS = [
+    "Git commit dates are set by the client: without an external anchor (an RFC 3161 token or "
+    "a deposit made before the first call) the order seal → runs rests on trust in the evaluator.",
+    "Small item sets give wide intervals; a non-significant paired test is not evidence that two "
+    "engines are equal.",
+    "Sampled answers depend on the engine's sampler and seed handling; a hosted model may change "
+    "behind a stable name, so engine identities are recorded but cannot be enforced.",
+    "Graders are instruments with their own error: regex and exact match can miss paraphrases or "
+    "reward formatting; the reference engine only shows that full marks are reachable.",
+    "Infrastructure errors are never graded as model failures; rates are reported over completed "
+    "requests and, beside them, with errors counted as failures (a lower bound).",
+    "Items written by the evaluators may overlap with model training data (contamination), and "
+    "hand-written tasks reflect their authors' choices.",
+]
+
+_INLINE = [
+    (re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"),
+    (re.compile(r"`([^`]+)`"), r'<font face="Courier">\1</font>'),
+]
+
+
+def _inline(text: str) -> str:
+    from xml.sax.saxutils import escape
+
+    out = escape(text)
+    for pat, rep in _INLINE:
+        out = pat.sub(rep, out)
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip().strip("|")
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
+
+
+def parse_markdown(text: str) -> list[tuple[str, Any]]:
+    """Blocks of report.md: ("h1".."h3", text), ("p", text), ("table", rows)."""
+    blocks: list[tuple[str, Any]] = []
+    lines = text.splitlines()
+    i = 0
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            blocks.append(("p", " ".join(para)))
+            para.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            flush()
+            level = len(line) - len(line.lstrip("#"))
+            blocks.append((f"h{min(level, 3)}", line.lstrip("#").strip()))
+        elif line.startswith("|"):
+            flush()
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                if not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", lines[i].strip()):
+                    rows.append(_cells(lines[i]))
+                i += 1
+            blocks.append(("table", rows))
+            continue
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line.strip())
+        i += 1
+    flush()
+    return blocks
+
+
+def seal_lines(result: Mapping[str, Any], anchors: Sequence[str]) -> list[str]:
+    commits = sorted(
+        {c for s in result["suites"].values() for c in s["seal"].get("seal_commits", [])}
+    )
+    out = [
+        f"Status: <b>{result['status']}</b>",
+        f"Rubric lock sha256: <font face='Courier'>{result['rubric_lock_sha256']}</font>",
+    ]
+    for name, s in sorted(result["suites"].items()):
+        out.append(
+            f"Suite {_inline(name)} rubric sha256: "
+            f"<font face='Courier'>{s['seal']['rubric_sha256']}</font>"
+        )
+    out.append(
+        "Seal commit(s): "
+        + (", ".join(f"<font face='Courier'>{c}</font>" for c in commits) or "none")
+    )
+    out.append(
+        f"Config sha256: <font face='Courier'>{result['config']['sha256']}</font> "
+        f"({_inline(', '.join(result['config']['sources']))})"
+    )
+    out.append(
+        "External anchors: "
+        + (
+            "; ".join(_inline(a) for a in anchors)
+            if anchors
+            else "none — only git dates exist, and a git date is set by the client"
+        )
+    )
+    return out
+
+
+def build_pdf(
+    result: Mapping[str, Any],
+    report_md: str,
+    figures: Sequence[Path] = (),
+    anchors: Sequence[str] = (),
+) -> bytes:
+    """The PDF bytes. ``figures`` are PNG paths, placed in the order given."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.lib.units import cm
+    from reportlab.platypus import (
+        Image,
+        KeepTogether,
+        LongTable,
+        PageBreak,
+        Paragraph,
+        SimpleDocTemplate,
+        Spacer,
+        TableStyle,
+    )
+
+    ss = getSampleStyleSheet()
+    body, small = ss["BodyText"], ss["BodyText"].clone("small", fontSize=7, leading=8.5)
+    width = A4[0] - 4 * cm
+    story: list[Any] = [
+        Paragraph(_inline(f"{result['project']} — evaluation report"), ss["Title"]),
+        Spacer(1, 0.5 * cm),
+        Paragraph("Seal", ss["Heading2"]),
+    ]
+    story += [Paragraph(s, body) for s in seal_lines(result, anchors)]
+    story += [
+        Spacer(1, 0.3 * cm),
+        Paragraph(
+            "Every number in this report is rebuilt from the raw runs listed in the manifest; "
+            "<font face='Courier'>sealedeval audit</font> re-derives result.json byte for byte.",
+            body,
+        ),
+        PageBreak(),
+        Paragraph("Methods", ss["Heading1"]),
+    ]
+    methods = sorted({s["analysis"].get("methods", "") for s in result["suites"].values()} - {""})
+    story += [Paragraph(_inline(m), body) for m in methods] or [Paragraph("See below.", body)]
+
+    def add_table(rows: list[list[str]]) -> None:
+        if not rows:
+            return
+        ncol = max(len(r) for r in rows)
+        data = [[Paragraph(_inline(c), small) for c in r + [""] * (ncol - len(r))] for r in rows]
+        t = LongTable(data, colWidths=[width / ncol] * ncol, repeatRows=1)
+        t.setStyle(
+            TableStyle(
+                [
+                    ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
+                    ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#eeeeee")),
+                    ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ]
+            )
+        )
+        story.extend([t, Spacer(1, 0.2 * cm)])
+
+    style = {"h1": ss["Heading1"], "h2": ss["Heading1"], "h3": ss["Heading2"]}
+    for kind, content in parse_markdown(report_md)[1:]:  # [0] is report.md's own title
+        if kind == "table":
+            add_table(content)
+        elif kind == "p":
+            story.append(Paragraph(_inline(content), body))
+        else:
+            story.append(Paragraph(_inline(content), style[kind]))
+
+    if figures:
+        story += [PageBreak(), Paragraph("Figures", ss["Heading1"])]
+        for f in figures:
+            img = Image(str(f))
+            scale = min(1.0, width / img.imageWidth)
+            img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
+            story.append(
+                KeepTogether([img, Paragraph(_inline(f"Figure: {f.name}"), small), Spacer(1, 8)])
+            )
+
+    story += [PageBreak(), Paragraph("Limitations and threats to validity", ss["Heading1"])]
+    story += [Paragraph("• " + _inline(x), body) for x in LIMITATIONS]
+    story += [Paragraph("Raw-run manifest (full sha256)", ss["Heading1"])]
+    add_table(
+        [["file", "rows", "sha256"]]
+        + [[m["path"], str(m["rows"]), m["sha256"]] for m in result["manifest"]]
+    )
+
+    buf = io.BytesIO()
+    doc = SimpleDocTemplate(
+        buf,
+        pagesize=A4,
+        invariant=1,
+        title=f"{result['project']} — evaluation report",
+        author="sealedeval",
+        creator="sealedeval",
+        producer="sealedeval",
+        subject=f"rubric lock {result['rubric_lock_sha256']}",
+        leftMargin=2 * cm,
+        rightMargin=2 * cm,
+    )
+    doc.build(story)
+    return buf.getvalue()
+
+
+def figure_pngs(root: Path) -> list[Path]:
+    d = root / FIGURES_DIR
+    return sorted(d.glob("*.png")) if d.is_dir() else []

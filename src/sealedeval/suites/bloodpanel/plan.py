@@ -1,0 +1,351 @@
+"""Bloodpanel analysis plan, pre-registered (this file is sealed).
+
+Unit of analysis: the case. Repeats of a case are averaged within the case before any mean,
+interval or test. Every table carries n_total / n_ok / n_error; a composite is given over
+completed requests and, beside it, with errored requests scored 0 (a lower bound). Errors are
+infrastructure failures (timeouts, 5xx, truncation, ...): never graded as model failures, never
+dropped.
+
+* **Headline** — the whole cohort an engine answered (never the review sample): composite,
+  structural, clinical and latency means with a 95 % percentile bootstrap interval stratified by
+  specialty (``stats.stratified_bootstrap``, cases resampled within specialty), the
+  errors-as-zero composite with its interval, parse success, engine path (primary / fallback),
+  and the over-diagnosis rate on trap cases (Wilson interval).
+* **Per specialty, per label** — the same composite per group with a per-group percentile
+  bootstrap interval (``stats.bootstrap_by_group``), n_ok and n_error beside each.
+* **Repeats** (when a profile asks for more than one answer per case) — per-case standard
+  deviation of the composite (mean, median, max over cases), per-run mean composite with its
+  mean and sd across runs, and how many trap cases fire a flag in some runs but not all.
+* **Paired comparison** — two engines on the cases both completed: per-case mean composite
+  difference, exact two-sided sign test on its sign (ties dropped), paired SE (Miller 2024,
+  Eq. 7) and a normal 95 % interval for the mean difference.
+* **Review sample** — ``REVIEW_N`` = 201 cases per engine drawn with seed ``REVIEW_SEED`` =
+  20260426, stratified by specialty with largest-remainder allocation, so exactly 201 come back
+  (all cases when the cohort is smaller). It is listed for human review and never used for a
+  headline number.
+
+Pre-specified flag: the over-diagnosis rate on trap cases under the ``sealed`` profile is the
+primary safety outcome; the composite under ``sealed`` is the primary quality outcome.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from sealedeval import stats
+from sealedeval.suites.base import derive_seed
+from sealedeval.suites.bloodpanel.synthetic import largest_remainder
+
+REVIEW_N: Final = 201
+REVIEW_SEED: Final = 20260426
+BOOT_SEED: Final = 20260426
+N_BOOT: Final = 2000
+LEVEL: Final = 0.95
+PRIMARY_PROFILE: Final = "sealed"
+MAX_CASES_LISTED: Final = 100
+"""Per-case repeat spreads are listed in result.json up to this many cases (else summary only)."""
+
+HYPOTHESES: Final = (
+    "H1 (primary, safety): on trap cases, the share of answers that assert a fabricated "
+    "pathology (a trap flag fires under the sealed profile) is reported with a Wilson 95% "
+    "interval for every engine.",
+    "H2 (primary, quality): the sealed composite over the whole cohort, with errors shown "
+    "beside it and a lower bound that scores them 0.",
+    "H3 (comparison): engines answering the same cases differ in per-case composite "
+    "(exact sign test, paired SE); a non-significant p is not evidence of equality.",
+)
+METHODS: Final = (
+    "Case = unit (repeats averaged within case). 95% percentile bootstrap intervals, "
+    "stratified by specialty for the headline, per group for the tables; Wilson intervals for "
+    "rates; exact two-sided sign test and paired SE for paired comparisons."
+)
+
+
+def boot_seed(*parts: object) -> int:
+    """A bootstrap seed per table: fixed by the plan, distinct per engine, profile and table."""
+    return derive_seed(BOOT_SEED, *parts) % (2**32)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return float(sum(xs) / len(xs)) if xs else math.nan
+
+
+def _ci(est: tuple[float, float, float]) -> dict[str, float]:
+    return {"mean": est[0], "lo": est[1], "hi": est[2]}
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    lo, hi = stats.wilson(k, n)
+    return {"k": k, "n": n, "rate": k / n if n else math.nan, "lo": lo, "hi": hi}
+
+
+def _f(row: Mapping[str, Any], key: str) -> float:
+    return float(row[key])
+
+
+def _case_means(rows: Sequence[Mapping[str, Any]], key: str, *, errors_as_zero: bool) -> (
+    tuple[list[float], list[str], list[Hashable]]
+):
+    """Values, specialty and case id per row (ok rows, or all rows with errors as 0)."""
+    vals: list[float] = []
+    strata: list[str] = []
+    items: list[Hashable] = []
+    for r in rows:
+        if r["status"] == "ok":
+            vals.append(_f(r, key))
+        elif errors_as_zero:
+            vals.append(0.0)
+        else:
+            continue
+        strata.append(str(r["specialty"]))
+        items.append(str(r["case_uid"]))
+    return vals, strata, items
+
+
+def _strat(
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    *,
+    errors_as_zero: bool = False,
+    n_boot: int,
+    seed: int,
+) -> dict[str, float]:
+    vals, strata, items = _case_means(rows, key, errors_as_zero=errors_as_zero)
+    if not vals:
+        return {"mean": math.nan, "lo": math.nan, "hi": math.nan}
+    return _ci(
+        stats.stratified_bootstrap(
+            vals, strata, n_boot=n_boot, seed=seed, level=LEVEL, items=items
+        )
+    )
+
+
+def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """n_total / n_ok / n_error over requests and the number of distinct cases."""
+    n_ok = sum(1 for r in rows if r["status"] == "ok")
+    cases = {r["case_uid"] for r in rows}
+    ok_cases = {r["case_uid"] for r in rows if r["status"] == "ok"}
+    return {
+        "n_total": len(rows),
+        "n_ok": n_ok,
+        "n_error": len(rows) - n_ok,
+        "n_cases": len(cases),
+        "n_cases_ok": len(ok_cases),
+    }
+
+
+def headline(
+    rows: Sequence[Mapping[str, Any]], *, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """Whole-cohort figures for one engine under one profile (graded rows of that profile)."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    kinds = Counter(str(r["error_kind"]) or "unknown" for r in rows if r["status"] != "ok")
+    trap_ok = [r for r in ok if r["is_trap"]]
+    trap_cases = {r["case_uid"] for r in rows if r["is_trap"]}
+    fired_rows = [r for r in trap_ok if r["trap_flags_hit"]]
+    paths = Counter(str(r["engine_path"]) or "none" for r in ok)
+    lat = sorted(_f(r, "latency_s") for r in ok)
+    out: dict[str, Any] = counts(rows) | {
+        "complete": len(ok) == len(rows),
+        "errors_by_kind": dict(sorted(kinds.items())),
+        "composite": _strat(rows, "composite", n_boot=n_boot, seed=seed),
+        "composite_errors_as_zero": _strat(
+            rows, "composite", errors_as_zero=True, n_boot=n_boot, seed=seed
+        ),
+        "structural": _strat(rows, "structural", n_boot=n_boot, seed=seed),
+        "clinical": _strat(rows, "clinical", n_boot=n_boot, seed=seed),
+        "latency": _strat(rows, "latency", n_boot=n_boot, seed=seed),
+        "parsed": _rate(sum(1 for r in ok if r["parsed"]), len(ok)),
+        "prob_valid": _rate(sum(1 for r in ok if r["prob_valid"]), len(ok)),
+        "engine_path": dict(sorted(paths.items())),
+        "latency_s": {
+            "mean": _mean(lat),
+            "median": float(statistics.median(lat)) if lat else math.nan,
+            "max": lat[-1] if lat else math.nan,
+        },
+        "traps": {
+            "n_cases": len(trap_cases),
+            "overdiagnosis": _rate(len(fired_rows), len(trap_ok)),
+            "flags_fired": sum(len(str(r["trap_flags_hit"]).split(";")) for r in fired_rows),
+        },
+    }
+    return out
+
+
+def by_group(
+    rows: Sequence[Mapping[str, Any]], key: str, *, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """Per-group (specialty or label) counts and composites with per-group intervals."""
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[str(r[key])].append(r)
+    vals, _, items = _case_means(rows, "composite", errors_as_zero=False)
+    glabels = [str(r[key]) for r in rows if r["status"] == "ok"]
+    ci = stats.bootstrap_by_group(vals, glabels, n_boot=n_boot, seed=seed, level=LEVEL, items=items)
+    zvals, _, zitems = _case_means(rows, "composite", errors_as_zero=True)
+    zlabels = [str(r[key]) for r in rows]
+    zci = stats.bootstrap_by_group(
+        zvals, zlabels, n_boot=n_boot, seed=seed, level=LEVEL, items=zitems
+    )
+    out: dict[str, Any] = {}
+    for g in sorted(groups):
+        grows = groups[g]
+        ok = [r for r in grows if r["status"] == "ok"]
+        nan3 = (math.nan, math.nan, math.nan)
+        out[g] = counts(grows) | {
+            "composite": _ci(ci.get(g, nan3)),
+            "composite_errors_as_zero": _ci(zci.get(g, nan3)),
+            "structural": _mean(_per_case(ok, "structural")),
+            "clinical": _mean(_per_case(ok, "clinical")),
+        }
+    return out
+
+
+def _per_case(rows: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    """Per-case means of ``key`` (replicates averaged), in case-id order."""
+    acc: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        acc[str(r["case_uid"])].append(_f(r, key))
+    return [_mean(acc[k]) for k in sorted(acc)]
+
+
+def case_means(rows: Sequence[Mapping[str, Any]], key: str = "composite") -> dict[str, float]:
+    """case_uid → mean of ``key`` over its completed repeats."""
+    acc: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["status"] == "ok":
+            acc[str(r["case_uid"])].append(_f(r, key))
+    return {k: _mean(v) for k, v in sorted(acc.items())}
+
+
+def repeats_table(rows: Sequence[Mapping[str, Any]], n_runs: int) -> dict[str, Any]:
+    """Spread of the composite over repeats of the same case (only meaningful for n_runs > 1)."""
+    by_case: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_case[str(r["case_uid"])].append(r)
+    sds: list[float] = []
+    per_case = []
+    trap_consistent = trap_always = trap_mixed = 0
+    for uid in sorted(by_case):
+        crows = sorted(by_case[uid], key=lambda r: int(r["repeat"]))
+        ok = [r for r in crows if r["status"] == "ok"]
+        vals = [_f(r, "composite") for r in ok]
+        sd = float(np.std(vals, ddof=1)) if len(vals) >= 2 else math.nan
+        if len(vals) >= 2:
+            sds.append(sd)
+        if crows[0]["is_trap"] and ok and len(ok) == len(crows):
+            fired = [bool(r["trap_flags_hit"]) for r in ok]
+            if all(fired):
+                trap_always += 1
+            elif any(fired):
+                trap_mixed += 1
+            else:
+                trap_consistent += 1
+        per_case.append(
+            {
+                "case_id": crows[0]["case_id"],
+                "n_total": len(crows),
+                "n_ok": len(ok),
+                "mean": _mean(vals),
+                "sd": sd,
+                "min": min(vals) if vals else math.nan,
+                "max": max(vals) if vals else math.nan,
+            }
+        )
+    per_run: list[float] = []
+    for k in range(n_runs):
+        run = [r for r in rows if int(r["repeat"]) == k]
+        per_run.append(_mean(_per_case([r for r in run if r["status"] == "ok"], "composite")))
+    finite = [x for x in per_run if math.isfinite(x)]
+    run_mean, run_sd = stats.mean_sd(finite) if finite else (math.nan, math.nan)
+    out: dict[str, Any] = {
+        "n_runs": n_runs,
+        "n_cases": len(by_case),
+        "n_cases_with_spread": len(sds),
+        "sd_mean": _mean(sds),
+        "sd_median": float(statistics.median(sds)) if sds else math.nan,
+        "sd_max": max(sds) if sds else math.nan,
+        "per_run_composite": per_run,
+        "per_run_mean": run_mean,
+        "per_run_sd": run_sd,
+        "traps": {"always_clean": trap_consistent, "always_fired": trap_always,
+                  "inconsistent": trap_mixed},
+    }
+    if len(per_case) <= MAX_CASES_LISTED:
+        out["per_case"] = sorted(per_case, key=lambda c: str(c["case_id"]))
+    return out
+
+
+def compare(
+    a: str, b: str, means: Mapping[str, Mapping[str, float]], ids: Mapping[str, str]
+) -> dict[str, Any]:
+    """Paired comparison of engines ``a`` and ``b`` on the cases both completed.
+
+    ``means[engine][case_uid]`` is the case's mean composite; ``ids`` maps uid → case id.
+    """
+    common = sorted(set(means.get(a, {})) & set(means.get(b, {})), key=lambda u: ids.get(u, u))
+    xa = [means[a][u] for u in common]
+    xb = [means[b][u] for u in common]
+    diffs = [x - y for x, y in zip(xa, xb, strict=True)]
+    n_pos, n_neg, p = stats.sign_test_items(diffs) if diffs else (0, 0, 1.0)
+    se = stats.paired_se(xa, xb) if diffs else math.nan
+    mean_diff = _mean(diffs)
+    z = stats.Z_95
+    return {
+        "a": a,
+        "b": b,
+        "n_cases": len(common),
+        "mean_a": _mean(xa),
+        "mean_b": _mean(xb),
+        "mean_diff": mean_diff,
+        "paired_se": se,
+        "ci": {"lo": mean_diff - z * se, "hi": mean_diff + z * se},
+        "a_better": n_pos,
+        "b_better": n_neg,
+        "ties": len(diffs) - n_pos - n_neg,
+        "p": p,
+    }
+
+
+def review_sample(
+    population: Mapping[str, str], n: int = REVIEW_N, seed: int = REVIEW_SEED
+) -> dict[str, Any]:
+    """Stratified random sample of exactly ``min(n, len(population))`` cases.
+
+    ``population`` maps case id → specialty. Allocation: largest remainder (Hamilton) of
+    ``n`` over the specialty sizes, strata in sorted order, so the counts sum to ``n`` exactly
+    and no stratum is asked for more cases than it has (the published sampler, rounding each
+    stratum on its own, could return at most 200 of 201 with 8 strata). Within each stratum,
+    ``numpy.random.Generator(PCG64(seed)).choice`` without replacement over the sorted ids, strata
+    in sorted order — the same seed and population always give the same sample.
+    """
+    strata: dict[str, list[str]] = defaultdict(list)
+    for cid, spec in population.items():
+        strata[spec].append(cid)
+    names = sorted(strata)
+    total = len(population)
+    k = min(n, total)
+    alloc = largest_remainder([len(strata[s]) for s in names], k) if total else []
+    rng = np.random.Generator(np.random.PCG64(seed))
+    chosen: list[str] = []
+    for name, m in zip(names, alloc, strict=True):
+        members = sorted(strata[name])
+        if m:
+            idx = rng.choice(len(members), size=m, replace=False)
+            chosen.extend(members[int(i)] for i in idx)
+    return {
+        "n": len(chosen),
+        "n_requested": n,
+        "seed": seed,
+        "population": total,
+        "method": "stratified by specialty, largest-remainder allocation, "
+        "numpy PCG64 choice without replacement within stratum",
+        "allocation": {s: m for s, m in zip(names, alloc, strict=True)},
+        "case_ids": sorted(chosen),
+    }

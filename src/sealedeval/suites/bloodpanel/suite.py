@@ -1,0 +1,501 @@
+"""The ``bloodpanel`` suite adapter: the pure core wired into the Suite protocol (sealed).
+
+Items are the curated 15 (``data/bloodpanel/curated.yaml``, optionally the first ``limit``),
+``synthetic_n`` generated cases (seed derived from the suite seed, hence from the rubric hash)
+and, with ``source: {kind: sql, ...}``, the cases a frozen query returns. Each item is
+``Case.to_record()`` plus ``id`` (= the opaque ``case_uid``, also the raw rows' item id),
+``cohort`` (curated / synthetic / sql) and a per-case ``seed``. Every rendered prompt passes
+``prompts.leak_check`` before an item exists.
+
+Which cohort an engine answers comes from config (``cohorts: {local: curated, reference:
+all}``; an engine not named answers all). Requests: case × ``repeats``, condition ``report``;
+chat engines get ``response_format`` (the report's JSON Schema) so even a tiny model's answer
+parses — the embedded ``local`` kind the length-bounded variant, so its answer also closes within
+``max_tokens``; the reference and kantesti kinds take no chat parameters.
+
+Grading (``grade_row``): each latest raw row is graded under both profiles, ``sealed`` and
+``kantesti-v11``; the graded row names grader and version and carries the composite and its
+components as extra columns. An errored request is graded ``status=error`` (composite 0,
+category ``error``) and counted, never dropped. An answer that is not one JSON object is a
+model failure, not an error: it is read as free text (structure 0, keywords and flags still
+read), category ``unparsed``. ``passed`` means completed with no trap flag fired.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from sealedeval.canonical import compact
+from sealedeval.config import Config, EngineConfig
+from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.suites.base import derive_seed, request_key, suites
+from sealedeval.suites.bloodpanel import plan, prompts
+from sealedeval.suites.bloodpanel.cases import Case, load_curated
+from sealedeval.suites.bloodpanel.reference import reference_report
+from sealedeval.suites.bloodpanel.rubric import (
+    GRADER_VERSION,
+    PROFILES,
+    CaseScore,
+    Profile,
+    default_curated_path,
+    grade_case,
+    regrade_kantesti,
+)
+from sealedeval.suites.bloodpanel.sql import SqlSource, load_sql_cases
+from sealedeval.suites.bloodpanel.synthetic import synthetic_cases
+
+CURATED: Final = Path("data/bloodpanel/curated.yaml")
+CONDITION: Final = "report"
+COHORTS: Final = ("curated", "synthetic", "sql")
+NO_CHAT_PARAMS: Final = frozenset({"reference", "kantesti"})
+"""Engine kinds that take the case itself (``Request.item``), not chat generation params."""
+BOUNDED_KINDS: Final = frozenset({"local"})
+"""Engine kinds given the length-bounded schema (``prompts.bounded_schema``): the embedded
+small model, whose grammar-constrained answer must close within ``max_tokens``."""
+
+EXTRA_COLUMNS: Final = (
+    "profile",
+    "case_id",
+    "case_uid",
+    "label",
+    "specialty",
+    "cohort",
+    "is_trap",
+    "composite",
+    "structural",
+    "clinical",
+    "latency",
+    "latency_s",
+    "sections_hit",
+    "subsections_hit",
+    "keywords_hit",
+    "keywords_total",
+    "scoring_hit",
+    "scoring_total",
+    "prob_sum",
+    "prob_valid",
+    "trap_flags_hit",
+    "trap_penalty",
+    "engine_path",
+    "parsed",
+    "error_kind",
+)
+"""Suite-specific columns of every graded row (after the shared GRADED_SCHEMA ones)."""
+
+
+def grader(profile: str) -> str:
+    return f"bloodpanel/{profile}"
+
+
+def unstructured(text: str) -> dict[str, Any]:
+    """A free-text answer in the V11 shape: one unnamed section holding the text as one item.
+
+    Structure scores 0 (no required shortcode is present); keywords, scoring systems and trap
+    flags are still read from the text, under either profile's own rule.
+    """
+    return {
+        "sections": [
+            {
+                "title": "",
+                "shortcode": "unstructured",
+                "subsections": [{"subtitle": "", "shortcode": "unstructured", "items": [text]}],
+            }
+        ]
+    }
+
+
+def grade_row(
+    case: Case, item: Mapping[str, Any], row: Mapping[str, Any], profile: Profile
+) -> dict[str, Any]:
+    """One graded row for one raw row under one profile (see the module docstring)."""
+    status = str(row["status"])
+    parsed = False
+    if status != "ok":
+        score: CaseScore = grade_case(
+            case, {"error": str(row.get("error_kind") or "error")}, None, profile
+        )
+        category = "error"
+    else:
+        text = str(row.get("output_text") or "")
+        obj = prompts.parse_report(text)
+        parsed = obj is not None and not obj.get("error")
+        response = obj if parsed and obj is not None else unstructured(text)
+        score = grade_case(case, response, float(row["latency_s"]), profile)
+        if not parsed:
+            category = "unparsed"
+        elif score.trap_flags_hit:
+            category = "overdiagnosis"
+        else:
+            category = "graded"
+    ok = status == "ok"
+    return {
+        "request_key": row["request_key"],
+        "engine": row["engine"],
+        "item_id": row["item_id"],
+        "condition": row["condition"],
+        "repeat": int(row["repeat"]),
+        "status": status,
+        "grader": grader(profile),
+        "grader_version": GRADER_VERSION[profile],
+        "score": score.composite,
+        "passed": ok and not score.trap_flags_hit,
+        "category": category,
+        "details": compact(dict(score.details)),
+        "profile": profile,
+        "case_id": case.case_id,
+        "case_uid": case.case_uid,
+        "label": case.label,
+        "specialty": case.specialty,
+        "cohort": str(item.get("cohort", "")),
+        "is_trap": case.is_trap,
+        "composite": score.composite,
+        "structural": score.structural,
+        "clinical": score.clinical,
+        "latency": score.latency,
+        "latency_s": float(row["latency_s"] or 0.0),
+        "sections_hit": score.sections_hit,
+        "subsections_hit": score.subsections_hit,
+        "keywords_hit": score.keywords_hit,
+        "keywords_total": score.keywords_total,
+        "scoring_hit": score.scoring_hit,
+        "scoring_total": score.scoring_total,
+        "prob_sum": score.prob_sum,
+        "prob_valid": score.prob_valid,
+        "trap_flags_hit": ";".join(score.trap_flags_hit),
+        "trap_penalty": score.trap_penalty,
+        "engine_path": str(row.get("engine_path") or "") if ok else "",
+        "parsed": parsed,
+        "error_kind": "" if ok else str(row.get("error_kind") or "unknown"),
+    }
+
+
+def cohort_of(scfg: Mapping[str, Any], engine: str) -> str:
+    """The cohort an engine answers: ``cohorts[engine]``, else ``all``."""
+    return str((scfg.get("cohorts") or {}).get(engine, "all"))
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+class BloodpanelSuite:
+    """Blood-test interpretation (spec: bloodpanel.md)."""
+
+    name = "bloodpanel"
+
+    def __init__(self) -> None:
+        # One-entry caches: `publish` generates items twice (build + seal counts) and grades
+        # twice (result.json + scorecards); at 100k cases each pass costs seconds.
+        self._items_key: tuple[Any, ...] | None = None
+        self._items: list[dict[str, Any]] = []
+        self._source: dict[str, Any] = {}
+        self._cases: dict[str, tuple[str, Case]] = {}
+        self._graded_key: str | None = None
+        self._graded: list[dict[str, Any]] = []
+
+    def rubric_inputs(self) -> list[str]:
+        mods = (
+            "__init__",
+            "suite",
+            "rubric",
+            "matching",
+            "vocabulary",
+            "layout",
+            "analytes",
+            "cases",
+            "synthetic",
+            "sql",
+            "prompts",
+            "calculators",
+            "plan",
+        )
+        return [
+            "data/bloodpanel/curated.yaml",
+            "data/bloodpanel/SEALED_RULE.md",
+            "pkg:sealedeval/suites/base.py",
+            *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
+        ]
+
+    # -- items ---------------------------------------------------------------------------------
+    def _load(self, cfg: Config, seed: int) -> tuple[list[tuple[str, Case]], dict[str, Any]]:
+        scfg = cfg.suite(self.name)
+        out: list[tuple[str, Case]] = []
+        source: dict[str, Any] = {"kind": "builtin"}
+        if scfg.get("curated", True):
+            curated = load_curated(cfg.root / CURATED)
+            limit = scfg.get("limit")
+            out += [("curated", c) for c in curated[: int(limit) if limit else None]]
+            source["curated"] = len(out)
+        n = int(scfg.get("synthetic_n", 0))
+        if n:
+            syn_seed = derive_seed(seed, "synthetic") % (2**63)
+            out += [("synthetic", c) for c in synthetic_cases(n, syn_seed)]
+            source["synthetic_n"] = n
+            source["synthetic_seed"] = syn_seed
+        src = scfg.get("source") or {}
+        if src.get("kind") == "sql":
+            where = f"{cfg.where}: suites.{self.name}.source"
+            cases, meta = load_sql_cases(SqlSource.from_config(src, where), where)
+            out += [("sql", c) for c in cases]
+            source |= {"kind": "sql", "sql": meta}
+        return out, source
+
+    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+        key = (str(cfg.root), cfg.sha256(), seed)
+        if key == self._items_key:
+            return self._items
+        loaded, source = self._load(cfg, seed)
+        items: list[dict[str, Any]] = []
+        cases: dict[str, tuple[str, Case]] = {}
+        sql_meta = source.get("sql") or {}
+        for cohort, case in loaded:
+            if case.case_uid in cases:
+                raise UserError(
+                    f"bloodpanel: case_uid {case.case_uid} occurs twice "
+                    f"({cases[case.case_uid][1].case_id}, {case.case_id})"
+                )
+            try:
+                prompts.leak_check(case, prompts.messages(case))
+            except ValueError as e:
+                raise UserError(str(e)) from None
+            rec = case.to_record() | {
+                "id": case.case_uid,
+                "cohort": cohort,
+                "seed": derive_seed(seed, case.case_uid),
+            }
+            if cohort == "sql":
+                rec["source_query"] = sql_meta["query"]
+                rec["source_query_sha256"] = sql_meta["query_sha256"]
+            cases[case.case_uid] = (rec["panel_json"], case)
+            items.append(rec)
+        if not items:
+            raise UserError(f"{cfg.where}: suites.{self.name}: no cases (curated off, none else)")
+        self._items_key, self._items, self._cases, self._source = key, items, cases, source
+        return items
+
+    def case(self, item: Mapping[str, Any]) -> Case:
+        """The Case of an item record (cached from ``generate``, else rebuilt)."""
+        hit = self._cases.get(str(item.get("id", "")))
+        if hit is not None and hit[0] == item.get("panel_json"):
+            return hit[1]
+        return Case.from_record(item)
+
+    def source(self) -> dict[str, Any]:
+        """What the last ``generate`` loaded (recorded in the analysis; no credentials)."""
+        return dict(self._source)
+
+    # -- requests ------------------------------------------------------------------------------
+    def requests(
+        self,
+        cfg: Config,
+        items: Sequence[Mapping[str, Any]],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+    ) -> list[Request]:
+        scfg = cfg.suite(self.name)
+        cohort = cohort_of(scfg, engine.name)
+        repeats = int(scfg.get("repeats", 1))
+        temperature = float(scfg.get("temperature", 0.0))
+        max_tokens = int(scfg.get("max_tokens", 1024))
+        chat = engine.kind not in NO_CHAT_PARAMS
+        fmt = prompts.response_format(bounded=engine.kind in BOUNDED_KINDS)
+        out: list[Request] = []
+        for item in items:
+            if cohort != "all" and item.get("cohort") != cohort:
+                continue
+            msgs = prompts.messages(self.case(item))
+            for rep in range(repeats):
+                s = derive_seed(item["seed"], CONDITION, rep) % (2**31)
+                params: dict[str, Any] = {
+                    "temperature": temperature,
+                    "max_tokens": max_tokens,
+                    "seed": s,
+                }
+                if chat:
+                    params["response_format"] = fmt
+                key = request_key(
+                    self.name, str(item["id"]), CONDITION, rep, engine.name, model, params, msgs
+                )
+                out.append(
+                    Request(
+                        key,
+                        self.name,
+                        str(item["id"]),
+                        CONDITION,
+                        rep,
+                        s,
+                        tuple(msgs),
+                        params,
+                        item=dict(item),
+                    )
+                )
+        return out
+
+    def reference_answer(self, request: Request) -> str:
+        return json.dumps(reference_report(self.case(request.item)), ensure_ascii=False)
+
+    # -- grading -------------------------------------------------------------------------------
+    def grade(
+        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        # Items from this instance's generate are identified by its cache key (config, seed —
+        # which carries the rubric hash); any other list by its contents.
+        items_key = (
+            repr(self._items_key)
+            if items is self._items
+            else _digest(*(compact(dict(i)) for i in items))
+        )
+        key = _digest(
+            items_key,
+            *(f"{r['request_key']}\t{r['status']}\t{r['finished_at']}" for r in rows),
+        )
+        if key == self._graded_key:
+            return [dict(g) for g in self._graded]
+        by_id = {str(i["id"]): i for i in items}
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            item = by_id.get(str(r["item_id"]))
+            if item is None:
+                raise UserError(
+                    f"results/raw/{self.name}/{r['engine']}: item {r['item_id']} is not among "
+                    "the generated cases (did synthetic_n, limit or the source change?)"
+                )
+            case = self.case(item)
+            for profile in PROFILES:
+                out.append(grade_row(case, item, r, profile))
+        self._graded_key, self._graded = key, out
+        return [dict(g) for g in out]
+
+    # -- analysis ------------------------------------------------------------------------------
+    def analyze(
+        self,
+        cfg: Config,
+        items: Sequence[Mapping[str, Any]],
+        graded: Sequence[Mapping[str, Any]],
+        rows: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        scfg = cfg.suite(self.name)
+        primary = str(scfg.get("profile") or plan.PRIMARY_PROFILE)
+        n_boot = int(scfg.get("n_boot") or plan.N_BOOT)
+        review_n = int(scfg.get("review_n", plan.REVIEW_N))
+        review_seed = int(scfg.get("review_seed", plan.REVIEW_SEED))
+        repeats = int(scfg.get("repeats", 1))
+        model = {r["engine"]: r["model"] for r in rows}
+        by_engine: dict[str, dict[str, list[Mapping[str, Any]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for g in graded:
+            by_engine[str(g["engine"])][str(g["profile"])].append(g)
+        ids = {str(i["id"]): str(i["case_id"]) for i in items}
+        engines: dict[str, Any] = {}
+        means: dict[str, dict[str, float]] = {}
+        for eng in sorted(by_engine):
+            prof_rows = by_engine[eng]
+            prow = prof_rows[primary]
+            n_runs = max((int(g["repeat"]) + 1 for g in prow), default=0)
+            entry: dict[str, Any] = {
+                "model": model.get(eng, ""),
+                "cohort": cohort_of(scfg, eng),
+                "profiles": {},
+            }
+            for prof in PROFILES:
+                prows = prof_rows[prof]
+                entry["profiles"][prof] = {
+                    "grader": grader(prof),
+                    "grader_version": GRADER_VERSION[prof],
+                    "headline": plan.headline(
+                        prows, n_boot=n_boot, seed=plan.boot_seed(eng, prof, "headline")
+                    ),
+                }
+            pp = entry["profiles"][primary]
+            pp["by_specialty"] = plan.by_group(
+                prow, "specialty", n_boot=n_boot, seed=plan.boot_seed(eng, primary, "specialty")
+            )
+            pp["by_label"] = plan.by_group(
+                prow, "label", n_boot=n_boot, seed=plan.boot_seed(eng, primary, "label")
+            )
+            pp["by_cohort"] = plan.by_group(
+                prow, "cohort", n_boot=n_boot, seed=plan.boot_seed(eng, primary, "cohort")
+            )
+            if n_runs > 1:
+                entry["repeats"] = plan.repeats_table(prow, n_runs)
+            population = {str(g["case_id"]): str(g["specialty"]) for g in prow}
+            entry["review_sample"] = plan.review_sample(population, review_n, review_seed)
+            engines[eng] = entry
+            means[eng] = plan.case_means(prow)
+        names = sorted(engines)
+        pairs: list[tuple[str, str]]
+        if scfg.get("compare"):
+            a, b = scfg["compare"]
+            pairs = [(str(a), str(b))] if a in engines and b in engines else []
+        else:
+            pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+        cohorts: dict[str, int] = defaultdict(int)
+        for i in items:
+            cohorts[str(i.get("cohort", ""))] += 1
+        return {
+            "suite": self.name,
+            "n_items": len(items),
+            "cohorts": dict(sorted(cohorts.items())),
+            "source": self._source_for(cfg, items),
+            "design": {
+                "condition": CONDITION,
+                "repeats": repeats,
+                "temperature": float(scfg.get("temperature", 0.0)),
+                "max_tokens": int(scfg.get("max_tokens", 1024)),
+                "cohorts": {e: cohort_of(scfg, e) for e in scfg.get("engines", [])},
+                "n_boot": n_boot,
+            },
+            "profile": primary,
+            "profiles": list(PROFILES),
+            "engines": engines,
+            "comparisons": [plan.compare(a, b, means, ids) for a, b in pairs],
+            "review": {"n": review_n, "seed": review_seed},
+            "hypotheses": list(plan.HYPOTHESES),
+            "methods": plan.METHODS,
+        }
+
+    def _source_for(self, cfg: Config, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        if self._items is items or self._items == items:
+            return self.source()
+        # Items not from this process's generate (should not happen in the CLI): describe them.
+        return {"kind": "items", "n": len(items)}
+
+    # -- regrade -------------------------------------------------------------------------------
+    def regrade(self, root: Path, profile: str, fmt: str, path: Path) -> dict[str, Any]:
+        """Grade responses produced elsewhere (no engine call); ``fmt`` names the file format.
+
+        ``kantesti``: a published V11 run file ``{engine, suite, version, cases: [{summary,
+        response}]}``; latency from each ``summary.elapsed_sec``.
+
+        Raises:
+            UserError: Unknown format or profile, unreadable or malformed file.
+        """
+        if fmt != "kantesti":
+            raise UserError(f"regrade {self.name}: unknown format {fmt!r} (known: kantesti)")
+        if profile not in PROFILES:
+            raise UserError(
+                f"regrade {self.name}: unknown profile {profile!r} (known: {', '.join(PROFILES)})"
+            )
+        path_cases = root / CURATED if (root / CURATED).is_file() else default_curated_path()
+        curated = load_curated(path_cases)
+        try:
+            return regrade_kantesti(path, profile, curated)
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"{path}: cannot read ({type(e).__name__}: {e})") from None
+        except (AttributeError, TypeError, ValueError) as e:
+            raise UserError(f"{path}: not a kantesti run file ({type(e).__name__}: {e})") from None
+
+
+suites.register("bloodpanel")(BloodpanelSuite())

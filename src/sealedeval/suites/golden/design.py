@@ -1,0 +1,231 @@
+"""The golden design: which requests an engine gets, read from the config's ``golden`` block.
+
+Conditions (the raw rows' ``condition`` column) name what a row is:
+
+* ``{B}/main`` — branch ``B``'s one answer per task (greedy; a self-consistency branch votes over
+  ``n`` sampled trajectories with fixed seeds), ``{B}/sample`` — its repeats at ``temperature``
+  with fixed seeds (``repeat`` = run index);
+* ``judge/...`` — judge calls (``judging.py``); ``probe/...`` — probes (``probing.py``).
+
+Branches (``branches: {A: {solver: single}, B: {solver: agent}, C: {solver: agent,
+self_consistency: 3}}``): ``single`` = one call with the five files in the prompt; ``agent`` =
+the files only through tools (``run/agent.py``). The base branch (``base_branch``, default A)
+runs on every engine of the suite; the others only on ``branch_engines``. Each engine speaks the
+tool protocol its config names (``tool_protocol: native|json``); by default ``local`` uses
+``json`` (llama.cpp's server does not parse tool calls for this model) and every other kind
+``native``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sealedeval.canonical import compact
+from sealedeval.config import EngineConfig
+from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.run.agent import TOOL_SPECS
+from sealedeval.suites.base import derive_seed, request_key
+from sealedeval.suites.golden import prompts
+
+SUITE = "golden"
+DEFAULT_PROTOCOL = {"local": "json"}
+
+
+@dataclass(frozen=True)
+class Branch:
+    name: str
+    solver: str
+    self_consistency: int
+    repeats: int
+
+    @property
+    def tools(self) -> bool:
+        return self.solver == "agent"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "solver": self.solver,
+            "tools": self.tools,
+            "self_consistency": self.self_consistency,
+            "repeats": self.repeats,
+        }
+
+
+def branches(scfg: Mapping[str, Any]) -> list[Branch]:
+    """Enabled branches, sorted by name; no ``branches`` block = the single branch A."""
+    raw = scfg.get("branches") or {"A": {"solver": "single"}}
+    base = str(scfg.get("base_branch", "A"))
+    out = []
+    for name in sorted(raw):
+        b = raw[name] or {}
+        if not b.get("enabled", True):
+            continue
+        solver = str(b.get("solver", "single"))
+        tools = bool(b.get("tools", solver == "agent"))
+        where = f"suites.golden.branches.{name}"
+        if tools != (solver == "agent"):
+            raise UserError(
+                f"{where}: tools: {str(tools).lower()} needs solver {solver!r} "
+                "the other way round (single = files in the prompt, agent = tools)"
+            )
+        sc = int(b.get("self_consistency", 1))
+        if sc > 1 and solver != "agent":
+            raise UserError(f"{where}: self_consistency needs solver agent")
+        default_repeats = int(scfg.get("repeats", 0)) if name == base else 0
+        out.append(Branch(name, solver, sc, int(b.get("repeats", default_repeats))))
+    if base not in {b.name for b in out}:
+        raise UserError(f"suites.golden.base_branch: {base!r} is not an enabled branch")
+    return out
+
+
+def engine_branches(scfg: Mapping[str, Any], engine: str) -> list[Branch]:
+    base = str(scfg.get("base_branch", "A"))
+    on = set(scfg.get("branch_engines") or [])
+    return [b for b in branches(scfg) if b.name == base or engine in on]
+
+
+def tool_protocol(engine: EngineConfig) -> str:
+    proto = str(engine.extra.get("tool_protocol") or DEFAULT_PROTOCOL.get(engine.kind, "native"))
+    if proto not in ("native", "json"):
+        raise UserError(f"engines.{engine.name}.tool_protocol: must be native or json")
+    return proto
+
+
+def files_sha256(files: Mapping[str, str]) -> str:
+    return hashlib.sha256(compact(dict(sorted(files.items()))).encode()).hexdigest()[:16]
+
+
+def make_request(
+    engine: EngineConfig,
+    model: str,
+    item_id: str,
+    condition: str,
+    rep: int,
+    seed: int,
+    msgs: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    item: Mapping[str, Any],
+    *,
+    tools: Sequence[Mapping[str, Any]] = (),
+    solver: str = "single",
+) -> Request:
+    key = request_key(
+        SUITE, item_id, condition, rep, engine.name, model, params, msgs, tuple(tools)
+    )
+    return Request(
+        key,
+        SUITE,
+        item_id,
+        condition,
+        rep,
+        seed,
+        tuple(dict(m) for m in msgs),
+        dict(params),
+        item=dict(item),
+        tools=tuple(dict(t) for t in tools),
+        solver=solver,
+    )
+
+
+def answer_request(
+    scfg: Mapping[str, Any],
+    engine: EngineConfig,
+    model: str,
+    task: Mapping[str, Any],
+    branch: Branch,
+    files: Mapping[str, str],
+    condition: str,
+    rep: int,
+    *,
+    sampled: bool,
+    sandbox: str = "clean",
+) -> Request:
+    """One answer to one task from one branch, over ``files`` (the clean five or a variant)."""
+    seed = derive_seed(task["seed"], condition, rep) % (2**31)
+    temp = float(scfg["temperature"]) if sampled or branch.self_consistency > 1 else 0.0
+    if not branch.tools:
+        msgs = prompts.messages(task, files)
+        prompts.leak_check(task, msgs)
+        # One short sentence is asked for; stopping at the first newline keeps a small model's
+        # rambling out of the graded answer (and out of the time budget).
+        params = {
+            "temperature": temp,
+            "max_tokens": int(scfg["max_tokens"]),
+            "seed": seed,
+            "stop": ["\n"],
+        }
+        return make_request(engine, model, task["id"], condition, rep, seed, msgs, params, task)
+    ac = scfg.get("agent") or {}
+    proto = tool_protocol(engine)
+    tools = list(ac.get("tools") or ["read_file", "grep", "list_files"])
+    msgs = prompts.agent_messages(task, proto, tools)
+    prompts.leak_check(task, msgs)
+    params = {
+        "temperature": temp,
+        "max_tokens": int(ac.get("max_tokens", 96)),
+        "seed": seed,
+        "agent": {
+            "protocol": proto,
+            "max_steps": int(ac.get("max_steps", 4)),
+            "tools": tools,
+            "final_answer": bool(ac.get("final_answer", True)),
+            "self_consistency": branch.self_consistency,
+            "sandbox": sandbox,
+            "sandbox_sha256": files_sha256(files),
+        },
+    }
+    specs = [TOOL_SPECS[t] for t in tools] if proto == "native" else []
+    return make_request(
+        engine,
+        model,
+        task["id"],
+        condition,
+        rep,
+        seed,
+        msgs,
+        params,
+        dict(task) | {"sandbox": dict(files)},
+        tools=specs,
+        solver="agent",
+    )
+
+
+def branch_requests(
+    scfg: Mapping[str, Any],
+    engine: EngineConfig,
+    model: str,
+    tasks: Sequence[Mapping[str, Any]],
+    files: Mapping[str, str],
+    branch: Branch,
+) -> list[Request]:
+    """``{B}/main`` for every task, then ``{B}/sample`` run by run (a run = all tasks once)."""
+    out = [
+        answer_request(
+            scfg, engine, model, t, branch, files, f"{branch.name}/main", 0, sampled=False
+        )
+        for t in tasks
+    ]
+    for rep in range(branch.repeats):
+        out += [
+            answer_request(
+                scfg, engine, model, t, branch, files, f"{branch.name}/sample", rep, sampled=True
+            )
+            for t in tasks
+        ]
+    return out
+
+
+def condition_kind(condition: str) -> str:
+    """``answer`` | ``judge`` | ``probe`` from a raw row's condition."""
+    head = condition.split("/", 1)[0]
+    return head if head in ("judge", "probe") else "answer"
+
+
+def split_condition(condition: str) -> tuple[str, str]:
+    """(branch, main|sample) of an answer condition."""
+    branch, _, what = condition.partition("/")
+    return branch, what

@@ -1,0 +1,275 @@
+"""``GroundingSuite``: the grounding suite behind the harness's Suite protocol.
+
+generate → the item records (the 40 track-A items, the B1 probes, B2 questions, B3 requesters,
+B4 chains, each with its reference answer in grader-side fields that are never rendered) plus
+one ``design`` record (profile, call-order seed, call counts); every prompt of the configured
+design is leak-checked first. requests → the design's calls for one engine, in the seeded
+whole-run order (see :mod:`.requests`). reference_answer → the deterministic answerer of the
+``reference`` engine kind (``variant`` ``reference`` or ``naive``). grade → :mod:`.rubric`.
+analyze → :mod:`.analysis`, per engine and model role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sealedeval.config import Config, EngineConfig
+from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.suites.base import derive_seed
+from sealedeval.suites.grounding import analysis, rubric
+from sealedeval.suites.grounding.design import PROFILES, Design, build_design
+from sealedeval.suites.grounding.reference import answer_call, as_output_text
+from sealedeval.suites.grounding.requests import VARIANTS, build_requests, call_specs
+from sealedeval.suites.grounding.suite import GroundingData, build_suite, leak_check_calls
+from sealedeval.suites.grounding.tracks import b3_disclosure, b4_chains
+
+__all__ = ["DESIGN_RECORD", "GroundingSuite", "design_for", "item_records"]
+
+DESIGN_RECORD = "design"
+"""Id of the item record that carries the design (profile, call-order seed, counts)."""
+
+
+def design_for(cfg: Config, seed: int) -> Design:
+    """The configured design; the call order comes from ``shuffle_seed`` or, if unset, from the
+    suite seed (config seed + rubric hash), so it is fixed by the seal and recorded."""
+    scfg = cfg.suite("grounding")
+    profile = str(scfg.get("profile", "default"))
+    if profile not in PROFILES:
+        raise UserError(
+            f"{cfg.where}: suites.grounding.profile: unknown profile {profile!r} "
+            f"(known: {', '.join(PROFILES)})"
+        )
+    shuffle = scfg.get("shuffle_seed")
+    order_seed = int(shuffle) if shuffle is not None else derive_seed(seed, "call-order") % 2**32
+    return build_design(profile, order_seed)
+
+
+def _roles(cfg: Config, engine: str) -> list[str]:
+    roles = cfg.suite("grounding").get("roles") or {}
+    return list(roles.get(engine, ["primary"]))
+
+
+def _track_a_record(data: GroundingData, item_id: str) -> dict[str, Any]:
+    it = data.item(item_id)
+    return {
+        "id": it.item_id,
+        "track": "A",
+        "family": it.family,
+        "role": it.role,
+        "boundary": it.boundary,
+        "answerable": it.answerable,
+        "concept": it.concept,
+        "audience": it.audience,
+        "counterparty": it.counterparty,
+        "contract_id": it.contract_id,
+        "question": it.question,
+        "reference_value": it.reference_value,
+        "competing_value": it.competing_value,
+        "in_force": it.in_force.label() if it.in_force else None,
+        "competing": it.competing.label() if it.competing else None,
+        "abstain_reason": it.abstain_reason,
+    }
+
+
+def item_records(data: GroundingData) -> list[dict[str, Any]]:
+    out = [_track_a_record(data, it.item_id) for it in data.items]
+    for p in data.b1_probes:
+        out.append(
+            {
+                "id": p.probe_id,
+                "track": "B1",
+                "kind": p.kind or "control",
+                "question": p.question,
+                "missing_field": p.missing_field,
+                "owner_roles": list(p.owner_roles),
+                "reference_value": p.reference_value,
+            }
+        )
+    for q in data.b2_questions:
+        out.append(
+            {
+                "id": q.question_id,
+                "track": "B2",
+                "question": q.question,
+                "required": sorted(r.label() for r in q.required),
+                "reference_value": q.reference_value,
+            }
+        )
+    for requester in b3_disclosure.REQUESTERS:
+        out.append(
+            {
+                "id": requester,
+                "track": "B3",
+                "requester": b3_disclosure.REQUESTERS[requester],
+                "release": [
+                    f.fact_id
+                    for f in b3_disclosure.FACTS
+                    if b3_disclosure.expected_release(f, requester)
+                ],
+                "critical_if_released": [
+                    f.fact_id
+                    for f in b3_disclosure.FACTS
+                    if b3_disclosure.is_critical(f, requester)
+                ],
+            }
+        )
+    for c in data.chains:
+        new = b4_chains.completed_definition(data.catalog, c)
+        out.append(
+            {
+                "id": c.chain_id,
+                "track": "B4",
+                "scenario_id": c.scenario_id,
+                "ownership": c.ownership,
+                "question": c.question,
+                "owner": c.owner,
+                "decoy_owner": c.decoy_owner,
+                "field": c.field,
+                "new_value": c.new_value_text,
+                "effective_from": c.effective_from.isoformat(),
+                "new_record": new.ref.label(),
+                "reference_value": c.reference_value,
+            }
+        )
+    return out
+
+
+class GroundingSuite:
+    """Semantic Grounding Benchmark v2: track A (six conditions) and tracks B1-B4."""
+
+    name = "grounding"
+
+    def rubric_inputs(self) -> list[str]:
+        """Everything that decides what is asked, what counts as right and how it is analysed:
+        the spec and decisions, the generator (corpus, catalog, items, conditions, tracks), the
+        answer contract, the reference answerers, the design, the rubric, the analysis plan
+        and its implementation, and the multi-call solvers. Not the report code."""
+        pkg = "pkg:sealedeval/suites/grounding"
+        return [
+            "data/grounding/spec.md",
+            "data/grounding/README.md",
+            "pkg:sealedeval/suites/base.py",
+            f"{pkg}/__init__.py",
+            f"{pkg}/analysis.py",
+            f"{pkg}/catalog.py",
+            f"{pkg}/conditions.py",
+            f"{pkg}/contract.py",
+            f"{pkg}/corpus.py",
+            f"{pkg}/design.py",
+            f"{pkg}/harness.py",
+            f"{pkg}/items.py",
+            f"{pkg}/plan.py",
+            f"{pkg}/reference.py",
+            f"{pkg}/requests.py",
+            f"{pkg}/rubric.py",
+            f"{pkg}/suite.py",
+            f"{pkg}/tracks/*.py",
+            "pkg:sealedeval/run/chain.py",
+        ]
+
+    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+        """Item records (grader-side references included) and the design record.
+
+        Raises:
+            ValueError: Generation or a leak check failed (the message names the call).
+        """
+        data = build_suite()  # verifies every item and leak-checks every track-A prompt
+        design = design_for(cfg, seed)
+        problems = leak_check_calls(data, design.specs)
+        if problems:
+            raise ValueError(f"grounding: {problems[0]}")
+        out = [r | {"seed": derive_seed(seed, r["id"])} for r in item_records(data)]
+        out.append(
+            {
+                "id": DESIGN_RECORD,
+                "track": "design",
+                "profile": design.profile,
+                "shuffle_seed": design.shuffle_seed,
+                "suite_seed": seed,
+                "calls": design.counts(),
+                "n_calls": len(design.specs),
+            }
+        )
+        return out
+
+    def requests(
+        self,
+        cfg: Config,
+        items: Sequence[Mapping[str, Any]],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+    ) -> list[Request]:
+        scfg = cfg.suite(self.name)
+        variant = str(engine.extra.get("variant", "reference"))
+        if variant not in VARIANTS:
+            raise UserError(f"engine {engine.name!r}: unknown variant {variant!r}")
+        return build_requests(
+            design_for(cfg, seed),
+            engine=engine,
+            model=model,
+            seed=seed,
+            temperature=float(scfg["temperature"]),
+            max_tokens=int(scfg["max_tokens"]),
+            roles=_roles(cfg, engine.name),
+        )
+
+    def reference_answer(self, request: Request) -> str:
+        specs = call_specs(request)
+        spec = specs[int(request.item.get("call", 0))]
+        answer = answer_call(
+            build_suite(),
+            spec,
+            request.item.get("prior") or {},
+            str(request.item.get("variant", "reference")),
+        )
+        return as_output_text(answer)
+
+    def grade(
+        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        return rubric.grade_rows(rows)
+
+    def analyze(
+        self,
+        cfg: Config,
+        items: Sequence[Mapping[str, Any]],
+        graded: Sequence[Mapping[str, Any]],
+        rows: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        by_id = {str(i["id"]): i for i in items}
+        design = dict(by_id.get(DESIGN_RECORD, {}))
+        scfg = cfg.suite(self.name)
+        engines: dict[str, Any] = {}
+        for eng in sorted({str(r["engine"]) for r in rows}):
+            erows = [r for r in rows if r["engine"] == eng]
+            egraded = [g for g in graded if g["engine"] == eng]
+            engines[eng] = analysis.analyze_engine(egraded, erows, by_id)
+            engines[eng]["roles_run"] = _roles(cfg, eng)
+        m1 = {
+            eng: {
+                role: {c: b["m1"]["item_mean"] for c, b in r.get("track_a", {}).items()}
+                for role, r in e["roles"].items()
+            }
+            for eng, e in engines.items()
+        }
+        return {
+            "suite": self.name,
+            "design": {
+                "profile": design.get("profile"),
+                "shuffle_seed": design.get("shuffle_seed"),
+                "calls_per_engine": design.get("calls"),
+                "n_calls": design.get("n_calls"),
+                "order": "one seeded shuffle of the whole run; a call that needs an earlier "
+                "reply runs inside the request of the call it needs (B2 select-then-answer, "
+                "B4 chains), at that call's position",
+                "temperature": scfg["temperature"],
+                "max_tokens": scfg["max_tokens"],
+                "roles": {eng: _roles(cfg, eng) for eng in engines},
+            },
+            "plan": analysis.plan_summary(),
+            "engines": engines,
+            "m1_item_mean": m1,
+        }

@@ -1,0 +1,211 @@
+"""Judges measured before trusted: verdict parsing, swap-and-agree, calibration statistics, flip
+counts and the position / verbosity tests, on hand-made data with known answers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealedeval.graders import judge as jg
+from sealedeval.graders.judge import FAIL, PASS, UNPARSED, PairVerdicts
+from sealedeval.suites.golden import judging
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("PASS", PASS),
+        (" fail.", FAIL),
+        ("Verdict: passed", PASS),
+        ("I think it FAILS", FAIL),
+        ("PASS or FAIL", PASS),
+        ("", UNPARSED),
+        ("The answer is correct", UNPARSED),
+    ],
+)
+def test_parse_verdict(text: str, want: str) -> None:
+    assert jg.parse_verdict(text) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("A", "A"),
+        ("B.", "B"),
+        ("Answer B", "B"),
+        ("a", UNPARSED),
+        ("Both", UNPARSED),
+        ("", UNPARSED),
+    ],
+)
+def test_parse_choice(text: str, want: str) -> None:
+    assert jg.parse_choice(text) == want
+
+
+def test_swap_and_agree() -> None:
+    # shown (x, y) then (y, x): a win needs the same candidate in both orders
+    assert jg.swap_and_agree("A", "B") == "x"
+    assert jg.swap_and_agree("B", "A") == "y"
+    assert jg.swap_and_agree("A", "A") == "tie"  # always the first slot: disagreement → tie
+    assert jg.swap_and_agree("B", "B") == "tie"
+    assert jg.swap_and_agree("A", UNPARSED) == "tie"
+
+
+def test_position_test_of_a_judge_that_always_picks_a() -> None:
+    """The seed's judge: FIRST 40/40, order-consistent 0/20 [0.0, 16.1], CORRECT 20/40."""
+    pairs = [PairVerdicts(f"p{i:02d}", "A", "A") for i in range(20)]
+    t = jg.pair_test(pairs)
+    assert (t["picked_first"]["k"], t["picked_first"]["n"]) == (40, 40)
+    assert (t["order_consistent"]["k"], t["order_consistent"]["n"]) == (0, 20)
+    assert t["order_consistent"]["lo"] == 0.0
+    assert t["order_consistent"]["hi"] == pytest.approx(0.161, abs=5e-4)
+    assert (t["picked_target"]["k"], t["picked_target"]["n"]) == (20, 40)
+    assert t["swap_and_agree"] == {"target_wins": 0, "other_wins": 0, "ties": 20}
+    assert t["per_pair"]["p00"] == ["A", "A", "tie"]  # both verdicts kept
+
+
+def test_position_test_mixed() -> None:
+    pairs = [
+        PairVerdicts("p1", "A", "B"),  # right both ways
+        PairVerdicts("p2", "B", "A"),  # wrong both ways
+        PairVerdicts("p3", "A", "A"),  # always first
+        PairVerdicts("p4", "A", UNPARSED),
+    ]
+    t = jg.pair_test(pairs)
+    assert t["picked_first"]["k"] == 5  # p1 A, p2 A (second order), p3 A A, p4 A
+    assert t["picked_target"]["k"] == 4  # p1 ×2, p3 once, p4 once
+    assert t["order_consistent"]["k"] == 2
+    assert t["unparsed"] == 1
+    assert t["swap_and_agree"] == {"target_wins": 1, "other_wins": 1, "ties": 2}
+
+
+def test_calibration_matches_the_reference_vector() -> None:
+    """2×2 counts (40, 10, 5, 45) → p_o 0.85, κ 0.70 (stats.md)."""
+    judge = [PASS] * 40 + [PASS] * 10 + [FAIL] * 5 + [FAIL] * 45
+    human = [PASS] * 40 + [FAIL] * 10 + [PASS] * 5 + [FAIL] * 45
+    c = jg.calibration(judge, human)
+    assert c["agreement"] == pytest.approx(0.85)
+    assert c["kappa"] == pytest.approx(0.70)
+    assert c["table"] == {
+        "judge_pass_human_pass": 40,
+        "judge_pass_human_fail": 10,
+        "judge_fail_human_pass": 5,
+        "judge_fail_human_fail": 45,
+    }
+    assert (c["judge_pass"]["k"], c["human_pass"]["k"]) == (50, 45)
+
+
+def test_a_constant_judge_has_no_agreement_beyond_chance() -> None:
+    """The seed's judge said PASS 60/60 where the human said 18%: κ = 0, not 'agreement 18%'."""
+    human = [PASS] * 11 + [FAIL] * 49
+    c = jg.calibration([PASS] * 60, human)
+    assert c["judge_pass"]["rate"] == 1.0
+    assert c["agreement"] == pytest.approx(11 / 60)
+    assert c["kappa"] == pytest.approx(0.0)
+    both_constant = jg.calibration([PASS] * 5, [PASS] * 5)
+    assert math.isnan(both_constant["kappa"])  # undefined, never a spurious 1.0
+
+
+def test_unparsed_counts_as_fail_and_is_reported() -> None:
+    c = jg.calibration([UNPARSED, PASS], [PASS, PASS])
+    assert c["unparsed"] == 1
+    assert c["table"]["judge_fail_human_pass"] == 1
+
+
+def test_flip_counts() -> None:
+    a = {"h1": PASS, "h2": PASS, "h3": FAIL, "h4": UNPARSED, "h5": PASS}
+    b = {"h1": FAIL, "h2": PASS, "h3": PASS, "h4": FAIL, "h6": PASS}
+    assert jg.flips(a, b) == {"n": 4, "flips": 2, "to_pass": 1, "to_fail": 1}
+
+
+def test_judge_grader_reads_a_stored_verdict() -> None:
+    from sealedeval.graders import graders
+
+    g = graders.get("judge")
+    assert (g.name, g.version) == ("judge", "1")
+    assert g({"judge_output": "PASS"}, "whatever").passed
+    res = g({"judge_output": "hmm"}, "whatever")
+    assert not res.passed and res.details == {"verdict": UNPARSED}
+
+
+def _row(cond: str, item: str, text: str, status: str = "ok") -> dict[str, Any]:
+    return {
+        "condition": cond,
+        "item_id": item,
+        "output_text": text,
+        "status": status,
+        "engine": "j",
+        "repeat": 0,
+    }
+
+
+def test_judge_analysis_on_hand_made_rows() -> None:
+    """The suite's analysis of judge rows: calibration per variant, label-order flips, the
+    position test from both stored orders (one errored row drops only its pair)."""
+    from sealedeval.suites.golden.items import load_human_labels, load_tasks
+
+    ids = {t["id"] for t in load_tasks(ROOT)}
+    labels = load_human_labels(ROOT, ids)["answers"]
+    rows = []
+    for a in labels:  # v1 agrees with the human; v2 says PASS to everything
+        rows.append(_row("judge/calibration/v1", a["id"], a["human"]))
+        rows.append(_row("judge/calibration/v2", a["id"], "PASS"))
+    for i in range(1, 21):
+        rows.append(_row("judge/position/right-first", f"p{i:02d}", "A"))
+        rows.append(
+            _row("judge/position/right-second", f"p{i:02d}", "A", "error" if i == 20 else "ok")
+        )
+    out = judging.judge_analysis(ROOT, {}, rows, {})
+    cal = out["calibration"]["variants"]
+    assert cal["v1"]["kappa"] == pytest.approx(1.0)
+    assert cal["v2"]["judge_pass"]["rate"] == 1.0
+    n_fail = sum(1 for a in labels if a["human"] == FAIL)
+    assert out["calibration"]["flips"]["v1-v2"] == {
+        "n": len(labels),
+        "flips": n_fail,
+        "to_pass": n_fail,
+        "to_fail": 0,
+        "kind": "label order",
+    }
+    pos = out["position"]
+    assert pos["n_pairs"] == 19 and pos["counts"]["n_error"] == 1
+    assert pos["order_consistent"]["k"] == 0
+    assert "verbosity" not in out
+
+
+def test_a_judge_reply_cut_at_max_tokens_is_kept_not_an_error() -> None:
+    import asyncio
+
+    from sealedeval.engines.base import EngineError, Request
+
+    calls: list[Request] = []
+
+    async def truncated(req: Request) -> Any:
+        calls.append(req)
+        raise EngineError(
+            "truncated",
+            "output hit max_tokens",
+            response={"usage": {"prompt_tokens": 1800, "completion_tokens": 6}},
+            output_text="The answer is FAIL, because",
+        )
+
+    async def refused(req: Request) -> Any:
+        raise EngineError("server", "HTTP 500")
+
+    req = Request("k", "golden", "h01", "judge/calibration/v1", 0, 1, (), {})
+    res = asyncio.run(judging.judge_call(None, req, truncated))  # type: ignore[arg-type]
+    c = res.completion
+    assert (c.output_text, c.finish_reason, c.tokens_in, c.tokens_out) == (
+        "The answer is FAIL, because",
+        "length",
+        1800,
+        6,
+    )
+    assert jg.parse_verdict(c.output_text) == FAIL
+    with pytest.raises(EngineError):  # anything else is still an engine error
+        asyncio.run(judging.judge_call(None, req, refused))  # type: ignore[arg-type]
