@@ -284,3 +284,10 @@ def test_an_engine_with_only_errors_is_reported_not_dropped(suite: BloodpanelSui
     md = bloodpanel_md.render({"analysis": a})
     assert "| local | m | sealed (headline) | 15 | 0/15 (15 err) | n/a |" in md
     assert "timeout 15" in md and "INCOMPLETE" in md
+
+
+def test_raw_newlines_inside_strings_still_parse() -> None:
+    # Seen from the embedded model: llama.cpp's JSON grammar admits a raw newline in a string.
+    assert prompts.parse_report('{"introduction": {"introduction_summary": ["a\nb"]}}') == {
+        "introduction": {"introduction_summary": ["a\nb"]}
+    }

@@ -199,7 +199,8 @@ _FENCE: Final = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 def parse_report(text: str) -> dict[str, Any] | None:
     """The JSON object in an engine's answer, or None.
 
-    Tolerates code fences (```json … ```), prose before or after the object, and a UTF-8 BOM;
+    Tolerates code fences (```json … ```), prose before or after the object, a UTF-8 BOM and
+    raw control characters (newlines, tabs) inside strings;
     returns None (never raises) for anything that is not one JSON object, so a malformed
     answer is graded as such instead of crashing the run.
     """
@@ -213,7 +214,9 @@ def parse_report(text: str) -> dict[str, Any] | None:
         candidates.append(s[first : last + 1])
     for c in candidates:
         try:
-            obj = json.loads(c)
+            # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets
+            # the embedded model write one) is formatting, not a different answer.
+            obj = json.loads(c, strict=False)
         except (json.JSONDecodeError, ValueError):
             continue
         if isinstance(obj, dict):
