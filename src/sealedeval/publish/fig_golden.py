@@ -22,6 +22,15 @@ def _rate_bar(ax: Any, x: float, r: Mapping[str, Any], color: str, label: str | 
     ax.bar([x], [rate], width=0.38, color=color, yerr=yerr, capsize=4, label=label)
 
 
+def _base(e: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The files-in-prompt branch (A, or the first branch) — the one every engine runs."""
+    branches = e.get("branches") or {}
+    if not branches:
+        return {"main": e["greedy"], "repeats": e["repeats"]}
+    base: Mapping[str, Any] = branches["A"] if "A" in branches else branches[sorted(branches)[0]]
+    return base
+
+
 @register("golden")
 def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     a = section["analysis"]
@@ -31,7 +40,7 @@ def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     fig = new_figure()
     ax = fig.add_subplot()
     for i, eng in enumerate(engines):
-        g = a["engines"][eng]["greedy"]
+        g = _base(a["engines"][eng])["main"]
         _rate_bar(ax, i - 0.2, g["accuracy"], "#4477aa", "completed" if i == 0 else None)
         _rate_bar(
             ax, i + 0.2, g["accuracy_lower_bound"], "#bbbbbb", "errors = fail" if i == 0 else None
@@ -48,7 +57,7 @@ def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     ax = fig.add_subplot()
     any_line = False
     for eng in engines:
-        r = a["engines"][eng]["repeats"]
+        r = _base(a["engines"][eng])["repeats"]
         if not r["n_runs"]:
             continue
         ks = list(range(1, r["n_runs"] + 1))
@@ -70,11 +79,11 @@ def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
 
     fig = new_figure()
     ax = fig.add_subplot()
-    data = [a["engines"][e]["repeats"]["per_run_correct"] for e in engines]
+    data = [_base(a["engines"][e])["repeats"]["per_run_correct"] for e in engines]
     for i, runs in enumerate(data):
         if runs:
             ax.scatter([i] * len(runs), runs, color="#4477aa", zorder=3)
-            r = a["engines"][engines[i]]["repeats"]
+            r = _base(a["engines"][engines[i]])["repeats"]
             ax.errorbar(
                 [i + 0.15], [r["per_run_mean"]], yerr=[[r["per_run_sd"] or 0.0]] * 2,
                 fmt="D", color="#cc6677", capsize=4,
