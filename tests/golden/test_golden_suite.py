@@ -29,8 +29,16 @@ def _plan(configs: list[str], engine: str, root: Path = ROOT) -> Counter[str]:
     return Counter(r.condition for r in reqs)
 
 
-def test_default_profile_design_on_the_local_engine() -> None:
+def test_default_profile_keeps_the_local_engine_to_branch_a() -> None:
+    """README's 15-minute budget: on the embedded model the default runs branch A only."""
     c = _plan([], "local")
+    assert c == {"A/main": 20, "A/sample": 20 * 5}
+    ref = _plan([], "reference")
+    assert ref["B/main"] == ref["C/main"] == 20 and ref["judge/calibration/v1"] == 60
+
+
+def test_embedded_full_profile_design_on_the_local_engine() -> None:
+    c = _plan(["config/embedded-full.yaml"], "local")
     assert c["A/main"] == c["B/main"] == c["C/main"] == 20
     assert c["A/sample"] == 20 * 5 and c["B/sample"] == 20 * 2 and c["C/sample"] == 0
     assert c["judge/calibration/v1"] == c["judge/calibration/v2"] == 60
@@ -45,7 +53,7 @@ def test_default_profile_design_on_the_local_engine() -> None:
 
 
 def test_local_engine_agents_speak_json_and_others_native() -> None:
-    cfg = load_config(ROOT)
+    cfg = load_config(ROOT, ["config/embedded-full.yaml"])
     suite = get_suite("golden")
     items = suite.generate(cfg, 1)
     local = suite.requests(cfg, items, cfg.engine("local"), "m", 1)
