@@ -138,8 +138,9 @@ class LlamaServer:
             "--verbose",
             "false",
         ]
-        if self.logits_all:
-            cmd += ["--logits_all", "true"]
+        # llama_cpp.server defaults to logits_all=True: full-vocabulary logits for every prompt
+        # token (GBs at large n_ctx). Only the log-prob probe needs them.
+        cmd += ["--logits_all", "true" if self.logits_all else "false"]
         return cmd
 
     def start(self) -> None:
