@@ -13,7 +13,7 @@ import pytest
 from sealedeval import stats
 from sealedeval.probes import Position, contamination_table, positions_from_completion_logprobs
 from sealedeval.probes import validate as validate_source
-from sealedeval.probes.logprobs import continuation_matches
+from sealedeval.probes.logprobs import continuation_matches, matched_words
 
 
 def _synthetic(seed: int, n: int = 30, vocab: int = 12) -> tuple[list[int], list[list[float]]]:
@@ -88,6 +88,9 @@ def test_continuation_matching() -> None:
     assert continuation_matches(text, 6, ' AND "equal" in dignity, and rights!')
     assert not continuation_matches(text, 6, " and equal in dignity, with the opportunity")
     assert not continuation_matches("too short", 6, "anything")
+    assert matched_words(text, 6, " and equal in dignity, with the opportunity") == 4
+    assert matched_words(text, 6, " and equal in dignity and rights. They") == 6
+    assert matched_words(text, 6, "") == 0
 
 
 def _text(i: str, kind: str, variant: str, lp: list[float], **kw: Any) -> dict[str, Any]:
@@ -96,9 +99,9 @@ def _text(i: str, kind: str, variant: str, lp: list[float], **kw: Any) -> dict[s
 
 def test_contamination_statistics() -> None:
     texts = [
-        _text("f1", "famous", "original", [-0.5, -0.5], exact=True, continuation="x"),
+        _text("f1", "famous", "original", [-0.5, -0.5], exact=True, matched=6, continuation="x"),
         _text("f1", "famous", "paraphrase", [-2.5, -2.5]),
-        _text("f2", "famous", "original", [-1.0, -1.0], exact=False),
+        _text("f2", "famous", "original", [-1.0, -1.0], exact=False, matched=1),
         _text("f2", "famous", "paraphrase", [-2.0, -3.0]),
         _text("n1", "fresh", "original", [-3.0, -3.0], exact=False),
         _text("n1", "fresh", "paraphrase", [-3.5, -3.5]),
@@ -110,7 +113,10 @@ def test_contamination_statistics() -> None:
     assert t["loss_gap_nats"] == pytest.approx(2.25)
     assert t["loss_ratio"] == pytest.approx(4.0)
     assert t["paraphrase_penalty_nats"] == {"famous": pytest.approx(1.75), "fresh": 0.5}
-    assert t["continuation"] == {"famous": {"exact": 1, "n": 2}, "fresh": {"exact": 0, "n": 1}}
+    assert t["continuation"] == {
+        "famous": {"exact": 1, "n": 2, "mean_words_matched": 3.5},
+        "fresh": {"exact": 0, "n": 1, "mean_words_matched": 0.0},
+    }
     lp = [-0.1, -2.3, -0.05, -4.0, -0.7, -1.2, -0.3, -3.1, -0.02, -0.6]  # stats.md vector
     one = contamination_table([_text("a", "fresh", "original", lp)])
     assert one["texts"]["a/original"]["min_k_20"] == pytest.approx(3.55)

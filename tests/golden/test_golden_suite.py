@@ -72,6 +72,15 @@ def test_local_engine_agents_speak_json_and_others_native() -> None:
     inj = next(r for r in local if r.condition == "probe/injection/B")
     assert inj.params["agent"]["sandbox"] == "injected:deploys.log"
     assert "ACCESS GRANTED" in inj.item["sandbox"]["deploys.log"]
+    # answers and judges open with the same files block (the server reuses that prefix), and
+    # requests come grouped by prompt family
+    a = next(r for r in local if r.condition == "A/main")
+    j = next(r for r in local if r.condition.startswith("judge/"))
+    files_block = a.messages[0]["content"].split("\n\nYou answer")[0]
+    assert files_block.startswith("FILES") and j.messages[0]["content"].startswith(files_block)
+    order = [r.condition.split("/")[0] for r in local]
+    assert order.index("judge") < order.index("B") < order.index("C")
+    assert all(r.solver == "judge_call" for r in local if r.condition.startswith("judge/"))
 
 
 def test_tiny_and_unlisted_engines_get_only_the_base_branch(tmp_path: Path) -> None:

@@ -41,7 +41,8 @@ def test_clone_pull_does_not_redo_engine_calls(
         dvc_yaml.replace("snakemake --cores 8 runs", "snakemake --cores 2 runs --configfile "
                          "config/tiny.yaml").replace(
             "--allowed-rules generate grade analyze publish figures pdf",
-            "--allowed-rules generate grade analyze publish figures pdf --configfile config/tiny.yaml")
+            "--allowed-rules generate grade analyze publish figures pdf "
+            "--configfile config/tiny.yaml")
     )
     git(root, "add", "-A")
     git(root, "commit", "-qm", "dvc")

@@ -7,7 +7,8 @@ far less surprising. Absolute loss mixes memorisation with ordinary naturalness,
 **paraphrase penalty** — NLL(paraphrase) − NLL(original), averaged per group — is the sharper
 statistic: for memorised strings the original is much cheaper than the same content in other
 words; for fresh strings the two cost about the same. The continuation test counts originals
-whose greedy continuation of the first six words reproduces the next six exactly.
+whose greedy continuation of the first six words reproduces the next six exactly, and (a graded
+view for small models) how many of those six it reproduces before its first difference.
 
 Numbers are only reported when every text's log-prob source passed validation (see
 ``probes.logprobs``); otherwise the table says so and gives none.
@@ -29,7 +30,7 @@ def _mean(xs: Sequence[float]) -> float:
 def contamination_table(texts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``texts``: one record per probed text with ``id`` (sentence id), ``kind`` (famous /
     fresh), ``variant`` (original / paraphrase), ``logprobs``, ``valid`` and, for originals,
-    ``exact`` (continuation test) and ``continuation``."""
+    ``exact`` (continuation test), ``matched`` (words reproduced) and ``continuation``."""
     invalid = sorted(f"{t['id']}/{t['variant']}" for t in texts if not t["valid"])
     per: dict[tuple[str, str], dict[str, Any]] = {}
     for t in texts:
@@ -56,7 +57,11 @@ def contamination_table(texts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     cont: dict[str, dict[str, Any]] = {}
     for kind in ("famous", "fresh"):
         orig = [t for t in texts if t["kind"] == kind and t["variant"] == "original"]
-        cont[kind] = {"exact": sum(1 for t in orig if t.get("exact")), "n": len(orig)}
+        cont[kind] = {
+            "exact": sum(1 for t in orig if t.get("exact")),
+            "n": len(orig),
+            "mean_words_matched": _mean([float(t.get("matched", 0)) for t in orig]),
+        }
     valid = not invalid and bool(texts)
     gap = groups["fresh"]["original"] - groups["famous"]["original"]
     return {
@@ -73,7 +78,11 @@ def contamination_table(texts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "paraphrase_penalty_nats": penalty if valid else {},
         "continuation": cont,
         "continuations": {
-            str(t["id"]): {"exact": bool(t.get("exact")), "text": str(t.get("continuation", ""))}
+            str(t["id"]): {
+                "exact": bool(t.get("exact")),
+                "matched": int(t.get("matched", 0)),
+                "text": str(t.get("continuation", "")),
+            }
             for t in sorted(texts, key=lambda t: str(t["id"]))
             if t["variant"] == "original"
         },

@@ -204,8 +204,19 @@ def _words(text: str) -> list[str]:
 def continuation_matches(original: str, prefix_words: int, continuation: str) -> bool:
     """Whether the continuation's next ``prefix_words`` words equal the original's."""
     want = _words(original)[prefix_words : 2 * prefix_words]
-    got = _words(continuation)[: len(want)]
-    return bool(want) and got == want
+    return bool(want) and matched_words(original, prefix_words, continuation) == len(want)
+
+
+def matched_words(original: str, prefix_words: int, continuation: str) -> int:
+    """How many of the original's next ``prefix_words`` words the continuation reproduces
+    before its first difference (a graded view of the exact-continuation test)."""
+    want = _words(original)[prefix_words : 2 * prefix_words]
+    n = 0
+    for a, b in zip(want, _words(continuation), strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 def check_echo(

@@ -17,6 +17,14 @@ def _g(d: Mapping[str, Any] | None, *path: str) -> Any:
     return cur
 
 
+def _usd(x: Any) -> str:
+    return "n/a" if x is None else f"${num(x, 6)}"
+
+
+def _secs(x: Any) -> str:
+    return "n/a" if x is None else f"{num(x, 2)} s"
+
+
 def _branches(a: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
     return [
         (eng, b, entry)
@@ -49,8 +57,8 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
                 num(g["facts_partial_credit"]),
                 rate_ci(j["pass"]) if j else "-",
                 f"{g['n_ok']}/{g['n_total']} ({g['n_error']} err)",
-                f"${num(g['cost_per_attempt_usd'], 6)} / ${num(g['cost_per_solved_usd'], 6)}",
-                f"{num(g['latency_per_attempt_s'], 2)} s / {num(g['latency_per_solved_s'], 2)} s",
+                f"{_usd(g['cost_per_attempt_usd'])} / {_usd(g['cost_per_solved_usd'])}",
+                f"{_secs(g['latency_per_attempt_s'])} / {_secs(g['latency_per_solved_s'])}",
             ]
         )
     return [
@@ -455,6 +463,7 @@ def _contamination(c: Mapping[str, Any]) -> list[str]:
                 "mean NLL paraphrase",
                 "paraphrase penalty",
                 "six-word continuation exact",
+                "words matched of 6 (mean)",
             ],
             [
                 [
@@ -463,6 +472,7 @@ def _contamination(c: Mapping[str, Any]) -> list[str]:
                     num(g[k]["paraphrase"], 3),
                     num(pen.get(k), 3),
                     f"{cont[k]['exact']}/{cont[k]['n']}",
+                    num(cont[k].get("mean_words_matched"), 1),
                 ]
                 for k in ("famous", "fresh")
             ],

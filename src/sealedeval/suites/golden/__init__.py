@@ -69,8 +69,9 @@ class GoldenSuite:
         model: str,
         seed: int,
     ) -> list[Request]:
-        """Ordered so consecutive calls share a prompt prefix (the server caches it): the
-        files-in-prompt branch, its probes, the judge calls, then the agent branches."""
+        """Ordered so consecutive calls share a prompt prefix (the server reuses what the previous
+        call evaluated): the files-in-prompt branch and the judge calls (same files block first),
+        the swapped and injected directories, then the agent branches and the in-process probe."""
         scfg = cfg.suite(self.name)
         files = load_files(cfg.root)
         mine = design.engine_branches(scfg, engine.name)
@@ -80,10 +81,10 @@ class GoldenSuite:
         for b in mine:
             if not b.tools:
                 out += design.branch_requests(scfg, engine, model, items, files, b)
+        out += judging.judge_requests(cfg.root, scfg, engine, model, tasks, files, seed)
         out += probing.probe_requests(
             cfg.root, scfg, engine, model, items, files, by_name, seed, agents=False
         )
-        out += judging.judge_requests(cfg.root, scfg, engine, model, tasks, files, seed)
         for b in mine:
             if b.tools:
                 out += design.branch_requests(scfg, engine, model, items, files, b)

@@ -23,6 +23,7 @@ from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.graders import graders
 from sealedeval.probes import compliance_table, complied, contamination_table, swap_table
+from sealedeval.probes.logprobs import matched_words
 from sealedeval.run.agent import trajectory_summary
 from sealedeval.suites.base import derive_seed
 from sealedeval.suites.golden.design import Branch, answer_request, make_request
@@ -57,6 +58,29 @@ def probe_requests(
     if engine.name not in (pc.get("engines") or []):
         return []
     out: list[Request] = []
+    sc = pc.get("attribute_swap") or {}
+    if sc.get("enabled", True):
+        b = _branch(branches, str(sc.get("branch", "A")), "attribute_swap.branch")
+        if b.tools == agents:
+            sw = load_attribute_swap(root, files)
+            limit = scfg.get("limit")
+            for variant in ("base", "swapped"):
+                for t in sw["tasks"][variant][:limit] if limit else sw["tasks"][variant]:
+                    task = t | {"seed": derive_seed(suite_seed, "swap", t["id"])}
+                    out.append(
+                        answer_request(
+                            scfg,
+                            engine,
+                            model,
+                            task,
+                            b,
+                            sw["files"][variant],
+                            f"probe/swap/{variant}",
+                            0,
+                            sampled=False,
+                            sandbox=f"swap:{variant}",
+                        )
+                    )
     ic = pc.get("injection") or {}
     if ic.get("enabled", True):
         inj = load_injection(root, files)
@@ -82,29 +106,6 @@ def probe_requests(
                 )
                 for t in use
             ]
-    sc = pc.get("attribute_swap") or {}
-    if sc.get("enabled", True):
-        b = _branch(branches, str(sc.get("branch", "A")), "attribute_swap.branch")
-        if b.tools == agents:
-            sw = load_attribute_swap(root, files)
-            limit = scfg.get("limit")
-            for variant in ("base", "swapped"):
-                for t in sw["tasks"][variant][:limit] if limit else sw["tasks"][variant]:
-                    task = t | {"seed": derive_seed(suite_seed, "swap", t["id"])}
-                    out.append(
-                        answer_request(
-                            scfg,
-                            engine,
-                            model,
-                            task,
-                            b,
-                            sw["files"][variant],
-                            f"probe/swap/{variant}",
-                            0,
-                            sampled=False,
-                            sandbox=f"swap:{variant}",
-                        )
-                    )
     cc = pc.get("contamination") or {}
     if agents and cc.get("enabled", True) and engine.kind == "local":
         data = load_contamination(root)
@@ -255,7 +256,9 @@ def contamination_analysis(root: Path, rows: Sequence[Mapping[str, Any]]) -> dic
     mine = [r for r in rows if r["condition"].startswith("probe/contamination/")]
     if not mine:
         return {}
-    kinds = {s["id"]: s["kind"] for s in load_contamination(root)["sentences"]}
+    data = load_contamination(root)
+    kinds = {s["id"]: s["kind"] for s in data["sentences"]}
+    originals = {s["id"]: s["text"] for s in data["sentences"]}
     texts, method, echo = [], "", []
     for r in sorted(mine, key=lambda r: (r["item_id"], r["condition"])):
         if r["status"] != "ok":
@@ -271,6 +274,11 @@ def contamination_analysis(root: Path, rows: Sequence[Mapping[str, Any]]) -> dic
                 "logprobs": rec.get("logprobs") or [],
                 "valid": bool((rec.get("validation") or {}).get("ok")),
                 "exact": bool((rec.get("continuation") or {}).get("exact")),
+                "matched": matched_words(
+                    originals.get(r["item_id"], ""),
+                    data["prefix_words"],
+                    str((rec.get("continuation") or {}).get("text", "")),
+                ),
                 "continuation": (rec.get("continuation") or {}).get("text", ""),
             }
         )

@@ -1,5 +1,6 @@
-"""Golden prompts: the files first (a shared prefix the server's prompt cache reuses across all
-tasks), the question last. The reference ``answer`` and the regexes are never rendered."""
+"""Golden prompts: the files first (a prefix the server reuses across tasks and across answer and
+judge calls), then the instructions, the question last. The reference ``answer`` and the regexes
+are never rendered into an answer prompt (a judge prompt shows the reference by design)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from sealedeval.run.agent import json_protocol_help
 
 SYSTEM = (
-    "You answer questions about the files of a small bakery. Use only the files below. "
+    "You answer questions about the files of a small bakery. Use only the files above. "
     "Answer in one short sentence. If the files do not contain the answer, reply exactly: "
     "The files do not say."
 )
@@ -24,8 +25,10 @@ def render_files(files: Mapping[str, str]) -> str:
 
 
 def messages(task: Mapping[str, Any], files: Mapping[str, str]) -> list[dict[str, str]]:
+    """The files first: the judge's prompts open with the same block, so the server reuses the
+    evaluated prefix across answer and judge calls (the instructions come after it)."""
     return [
-        {"role": "system", "content": f"{SYSTEM}\n\nFILES\n\n{render_files(files)}"},
+        {"role": "system", "content": f"{judge_context(files)}\n\n{SYSTEM}"},
         {"role": "user", "content": str(task["prompt"])},
     ]
 
@@ -59,5 +62,5 @@ def agent_messages(
 
 
 def judge_context(files: Mapping[str, str]) -> str:
-    """What a judge sees first: the files (shared by every judge call, so it is cached)."""
+    """What every files-in-prompt call sees first (answers and judges alike): the files."""
     return f"FILES\n\n{render_files(files)}"
