@@ -19,11 +19,21 @@ from tests.fakes import FakeOpenAI
 
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
+from sealedeval.engines import openai_chat
 from sealedeval.engines.base import Completion, EngineError, Request
 from sealedeval.engines.openai_chat import OpenAIChatEngine
 from sealedeval.errors import UserError
 
 T = TypeVar("T")
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs over both transports: httpx-aiohttp (the default) and plain httpx (the
+    fallback when it is missing). Their exceptions differ, and so must not the classification."""
+    if request.param == "httpx":
+        monkeypatch.setattr(openai_chat, "_aiohttp_transport", lambda limits: None)
+    return str(request.param)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

@@ -52,15 +52,17 @@ def _aiohttp_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
 def _classify(e: Exception, timeout_s: float) -> EngineError:
     """A transport failure → ``timeout`` or ``connection`` (whatever library raised it)."""
     cause = e.__cause__ if isinstance(e, httpx.HTTPError) and e.__cause__ is not None else e
+    # httpx's own timeouts wrap httpcore's (not TimeoutError subclasses); httpx-aiohttp wraps
+    # a dropped connection in ConnectTimeout too, so an aiohttp non-timeout cause is a connection.
     is_timeout = isinstance(cause, TimeoutError | asyncio.TimeoutError) or (
-        cause is e and isinstance(e, httpx.TimeoutException)
+        isinstance(e, httpx.TimeoutException) and not _is_aiohttp_error(cause)
     )
     if is_timeout:
         return EngineError("timeout", f"{type(cause).__name__} after {timeout_s}s")
     return EngineError("connection", f"{type(cause).__name__}: {cause}")
 
 
-def _is_aiohttp_error(e: Exception) -> bool:
+def _is_aiohttp_error(e: BaseException) -> bool:
     try:
         import aiohttp
     except ImportError:
