@@ -19,6 +19,8 @@ localrules:
     grade,
     analyze,
     publish,
+    figures,
+    pdf,
 
 
 include: "rules/common.smk"
