@@ -26,6 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
         ("PASS or FAIL", PASS),
         ("", UNPARSED),
         ("The answer is correct", UNPARSED),
+        ('{"verdict": "FAIL"}', FAIL),  # the JSON contract
+        ('{"verdict":"pass"}', PASS),
+        ('{"verdict": "FA', UNPARSED),  # a contract cut at max_tokens
+        ('{"other": "x"} PASS', PASS),  # not the contract: the text is read
     ],
 )
 def test_parse_verdict(text: str, want: str) -> None:
@@ -41,6 +45,9 @@ def test_parse_verdict(text: str, want: str) -> None:
         ("a", UNPARSED),
         ("Both", UNPARSED),
         ("", UNPARSED),
+        ('{"choice": "B"}', "B"),
+        ('{"choice": "A"}', "A"),
+        ('{"choice": "C"}', UNPARSED),
     ],
 )
 def test_parse_choice(text: str, want: str) -> None:
@@ -209,3 +216,69 @@ def test_a_judge_reply_cut_at_max_tokens_is_kept_not_an_error() -> None:
     assert jg.parse_verdict(c.output_text) == FAIL
     with pytest.raises(EngineError):  # anything else is still an engine error
         asyncio.run(judging.judge_call(None, req, refused))  # type: ignore[arg-type]
+
+
+def test_judge_requests_ask_for_the_verdict_contract() -> None:
+    """Every judge call is greedy and constrained to its JSON contract (the verdict or the
+    letter), so a small model cannot ramble past it; the reference judge answers in it."""
+    import json
+
+    from sealedeval.config import load_config
+    from sealedeval.suites.base import get_suite
+
+    cfg = load_config(ROOT, ["config/embedded-full.yaml"])
+    suite = get_suite("golden")
+    items = suite.generate(cfg, 1)
+    reqs = [
+        r
+        for r in suite.requests(cfg, items, cfg.engine("reference"), "m", 1)
+        if r.condition.startswith("judge/")
+    ]
+    kinds = {r.condition.split("/")[1] for r in reqs}
+    assert kinds == {"calibration", "position", "verbosity"}
+    for r in reqs:
+        assert r.params["temperature"] == 0.0 and "stop" not in r.params
+        schema = r.params["response_format"]["json_schema"]["schema"]
+        key = "verdict" if r.condition.startswith("judge/calibration/") else "choice"
+        assert schema["required"] == [key]
+        assert schema["properties"][key]["enum"] == (
+            [PASS, FAIL] if key == "verdict" else ["A", "B"]
+        )
+        reply = suite.reference_answer(r)
+        assert json.loads(reply) == {key: r.item["reference_reply"]}
+        parse = jg.parse_verdict if key == "verdict" else jg.parse_choice
+        assert parse(reply) == r.item["reference_reply"]
+
+
+def test_judge_calls_come_in_prefix_sharing_order() -> None:
+    """The server evaluates only what differs from the previous prompt, so judge calls are
+    ordered to share long prefixes: calibration answers grouped by task, and per pair the
+    four pairwise calls in the order right/wrong, right/padded, padded/right, wrong/right."""
+    import os
+
+    from sealedeval.config import load_config
+    from sealedeval.suites.base import get_suite
+
+    cfg = load_config(ROOT, ["config/embedded-full.yaml"])
+    suite = get_suite("golden")
+    reqs = [
+        r
+        for r in suite.requests(cfg, suite.generate(cfg, 1), cfg.engine("local"), "m", 1)
+        if r.condition.startswith("judge/")
+    ]
+    cal = [r for r in reqs if r.condition == "judge/calibration/v1"]
+    tasks = [r.item["task"] for r in cal]
+    assert tasks == sorted(tasks) and len(set(tasks)) == 20  # three answers per task in a row
+    pair_calls = [r for r in reqs if not r.condition.startswith("judge/calibration/")]
+    assert [r.condition.split("/", 1)[1] for r in pair_calls[:4]] == [
+        "position/right-first",
+        "verbosity/padded-second",
+        "verbosity/padded-first",
+        "position/right-second",
+    ]
+    assert {r.item_id for r in pair_calls[:4]} == {"p01"}
+    for prev, cur in zip(pair_calls, pair_calls[1:], strict=False):
+        if prev.item_id != cur.item_id:
+            continue
+        shared = os.path.commonprefix([prev.messages[1]["content"], cur.messages[1]["content"]])
+        assert shared.startswith("Question: ") and "\nAnswer A: " in shared, cur.condition

@@ -29,12 +29,42 @@ def _plan(configs: list[str], engine: str, root: Path = ROOT) -> Counter[str]:
     return Counter(r.condition for r in reqs)
 
 
-def test_default_profile_keeps_the_local_engine_to_branch_a() -> None:
-    """README's 15-minute budget: on the embedded model the default runs branch A only."""
+B_SUBSET = ["g01", "g04", "g07", "g09", "g13", "g15", "g16", "g19"]
+
+
+def test_default_profile_runs_every_part_on_the_local_engine_on_a_subset() -> None:
+    """README's 15-minute budget: the default runs all of the golden design on the embedded
+    model, cut to the documented subset (config/config.yaml): A 1 + 3 runs, B on 8 tasks, C on
+    3, judge v1 calibration + position 20x2 + verbosity 10x2, injection, swap, contamination."""
     c = _plan([], "local")
-    assert c == {"A/main": 20, "A/sample": 20 * 5}
+    assert c == {
+        "A/main": 20,
+        "A/sample": 20 * 3,
+        "B/main": 8,
+        "C/main": 3,
+        "judge/calibration/v1": 60,
+        "judge/position/right-first": 20,
+        "judge/position/right-second": 20,
+        "judge/verbosity/padded-first": 10,
+        "judge/verbosity/padded-second": 10,
+        "probe/injection/A": 6,  # the tasks citing deploys.log
+        "probe/injection/B": 2,  # ... of B's subset: g01, g04
+        "probe/swap/base": 10,
+        "probe/swap/swapped": 10,
+        "probe/contamination/original": 10,
+        "probe/contamination/paraphrase": 10,
+    }
+    cfg = load_config(ROOT)
+    suite = get_suite("golden")
+    items = suite.generate(cfg, 1)
+    reqs = suite.requests(cfg, items, cfg.engine("local"), "m", 1)
+    assert sorted({r.item_id for r in reqs if r.condition == "B/main"}) == B_SUBSET
+    assert {r.item_id for r in reqs if r.condition == "C/main"} == {"g01", "g07", "g19"}
+    assert {r.item_id for r in reqs if r.condition.startswith("judge/verbosity/")} == {
+        f"p{i:02d}" for i in range(1, 11)
+    }
     ref = _plan([], "reference")
-    assert ref["B/main"] == ref["C/main"] == 20 and ref["judge/calibration/v1"] == 60
+    assert ref == {k: v for k, v in c.items() if not k.startswith("probe/contamination/")}
 
 
 def test_embedded_full_profile_design_on_the_local_engine() -> None:
@@ -42,12 +72,30 @@ def test_embedded_full_profile_design_on_the_local_engine() -> None:
     assert c["A/main"] == c["B/main"] == c["C/main"] == 20
     assert c["A/sample"] == 20 * 5 and c["B/sample"] == 20 * 2 and c["C/sample"] == 0
     assert c["judge/calibration/v1"] == c["judge/calibration/v2"] == 60
-    assert c["judge/calibration/v3"] == 0  # cut in the default profile
+    assert c["judge/calibration/v3"] == 0  # cut in this profile
     for order in ("right-first", "right-second"):
         assert c[f"judge/position/{order}"] == 20
     for order in ("padded-first", "padded-second"):
         assert c[f"judge/verbosity/{order}"] == 20
     assert c["probe/injection/A"] == c["probe/injection/B"] == 6  # tasks citing deploys.log
+    assert c["probe/swap/base"] == c["probe/swap/swapped"] == 10
+    assert c["probe/contamination/original"] == c["probe/contamination/paraphrase"] == 10
+
+
+def test_full_golden_profile_is_the_complete_design_with_ten_runs() -> None:
+    """Merged over the default's subsets, the full profile still runs every branch on every
+    task, 10 runs each, all four judge variants, and every probe on all tasks."""
+    c = _plan(["config/full-golden.yaml"], "local")
+    for b in ("A", "B", "C"):
+        assert c[f"{b}/main"] == 20 and c[f"{b}/sample"] == 20 * 10, b
+    for v in ("v1", "v2", "v3", "v4"):
+        assert c[f"judge/calibration/{v}"] == 60
+    for order in ("right-first", "right-second"):
+        assert c[f"judge/position/{order}"] == 20
+    for order in ("padded-first", "padded-second"):
+        assert c[f"judge/verbosity/{order}"] == 20
+    for b in ("A", "B", "C"):
+        assert c[f"probe/injection/{b}"] == 20
     assert c["probe/swap/base"] == c["probe/swap/swapped"] == 10
     assert c["probe/contamination/original"] == c["probe/contamination/paraphrase"] == 10
 
@@ -97,6 +145,97 @@ def test_tiny_and_unlisted_engines_get_only_the_base_branch(tmp_path: Path) -> N
     assert _plan([str(extra)], "fake") == {"A/main": 20, "A/sample": 80}
 
 
+def _extra(tmp_path: Path, golden: dict[str, Any]) -> str:
+    p = tmp_path / "extra.yaml"
+    p.write_text(yaml.safe_dump({"suites": {"golden": golden}}))
+    return str(p)
+
+
+def test_a_branch_task_subset_limits_its_main_and_repeats(tmp_path: Path) -> None:
+    sub = ["g02", "g07", "g19"]
+    c = _plan(
+        [
+            _extra(
+                tmp_path,
+                {
+                    "branch_engines": ["reference"],
+                    "branches": {
+                        "B": {"tasks": sub, "repeats": 2},
+                        "C": {"tasks": ["g02"]},
+                    },
+                    "judge": {"engines": []},
+                    "probes": {"engines": []},
+                },
+            )
+        ],
+        "reference",
+    )
+    assert c == {"A/main": 20, "A/sample": 60, "B/main": 3, "B/sample": 6, "C/main": 1}
+    cfg = load_config(ROOT, [_extra(tmp_path, {"branches": {"B": {"tasks": sub}}})])
+    items = get_suite("golden").generate(cfg, 1)
+    reqs = get_suite("golden").requests(cfg, items, cfg.engine("reference"), "m", 1)
+    assert sorted({r.item_id for r in reqs if r.condition.startswith("B/")}) == sub
+
+
+def test_branch_task_subset_errors_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"branches\.B\.tasks: unknown task id 'g99'"):
+        _plan([_extra(tmp_path, {"branches": {"B": {"tasks": ["g01", "g99"]}}})], "reference")
+    with pytest.raises(UserError, match=r"branches\.A\.tasks: the base branch runs every task"):
+        _plan([_extra(tmp_path, {"branches": {"A": {"tasks": ["g01"]}}})], "reference")
+    with pytest.raises(UserError, match=r"suites\.golden\.branches\.B\.tasks"):
+        load_config(ROOT, [_extra(tmp_path, {"branches": {"B": {"tasks": []}}})])
+
+
+def test_an_empty_branch_engines_list_means_no_engine_runs_b_or_c(
+    tmp_path: Path, project: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: with `branch_engines: []` nothing but branch A is planned, run or counted as
+    missing, even where the judge grades B transcripts and the injection probe names branch
+    B (a branch this engine does not run is skipped, not an error; an unknown one is)."""
+    golden = {
+        "engines": ["reference"],
+        "limit": 3,
+        "repeats": 1,
+        "branch_engines": [],
+        "judge": {"engines": ["reference"], "variants": ["v1"], "transcripts": ["A", "B"]},
+        "probes": {"engines": ["reference"], "injection": {"branches": ["A", "B"]}},
+    }
+    c = _plan([_extra(tmp_path, golden)], "reference")
+    assert not any(k.startswith(("B/", "C/", "probe/injection/B")) for k in c)
+    assert c["probe/injection/A"] == 3  # g01-g03 cite deploys.log
+    bad = golden | {"probes": {"engines": ["reference"], "injection": {"branches": ["Z"]}}}
+    with pytest.raises(UserError, match="branch 'Z' is not an enabled branch"):
+        _plan([_extra(tmp_path, bad)], "reference")
+    root = project()
+    (root / "config/a-only.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "suites": {
+                    "golden": golden,
+                    "bloodpanel": {"engines": ["reference"], "enabled": False},
+                    "grounding": {"engines": ["reference"], "enabled": False},
+                }
+            }
+        )
+    )
+    rc, err = _cli(
+        root, "run", "golden", "-c", "config/a-only.yaml", "--no-progress", capsys=capsys
+    )
+    assert rc == 0, err[-2000:]
+    rc, out = _cli(root, "publish", "-c", "config/a-only.yaml", capsys=capsys)
+    assert rc == 0, out[-2000:]
+    res = json.loads((root / "results/result.json").read_text())
+    g = res["suites"]["golden"]
+    counts = g["seal"]["counts"]["reference"]
+    n = sum(c.values()) + 3  # phase 2: the judge grades the three A/main answers
+    assert (counts["requests"], counts["missing"], counts["complete"]) == (n, 0, True)
+    e = g["analysis"]["engines"]["reference"]
+    assert set(e["branches"]) == {"A"} and e["branch_comparisons"] == []
+    assert set(e["probes"]["injection"]["branches"]) == {"A"}
+    assert g["analysis"]["design"]["branch_engines"] == []
+    assert "all branches on no engine" in (root / "results/report.md").read_text()
+
+
 def test_branch_config_errors_are_one_line() -> None:
     with pytest.raises(UserError, match=r"branches\.B: tools"):
         design.branches({"branches": {"A": {}, "B": {"solver": "single", "tools": True}}})
@@ -126,6 +265,7 @@ def test_reference_engine_end_to_end(
     (root / "config/ref.yaml").write_text(
         "suites:\n  golden:\n    engines: [reference]\n    limit: 6\n    repeats: 2\n"
         "    branch_engines: [reference]\n"
+        "    branches: {B: {tasks: all, repeats: 2}, C: {tasks: all}}\n"
         "    judge: {engines: [reference], variants: [v1, v2, v3, v4], transcripts: [A, B, C]}\n"
         "    probes: {engines: [reference], injection: {branches: [A, B], tasks: all}}\n"
         "  bloodpanel: {engines: [reference], enabled: false}\n"

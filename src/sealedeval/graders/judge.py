@@ -19,6 +19,7 @@ a judge that always picks A scores 50% on any balanced pairing.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -33,14 +34,56 @@ _VERDICT = re.compile(r"\b(PASS|FAIL)(?:ED|ES|S)?\b", re.IGNORECASE)
 _CHOICE = re.compile(r"\b([AB])\b")
 
 
+# The verdict contracts. Judge calls ask for them with ``response_format`` (a server that
+# supports it turns the schema into a grammar: a small model then cannot ramble past the
+# verdict, and its one free choice is the label); replies of servers that ignore it are still
+# read from the text.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": [PASS, FAIL]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+CHOICE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"choice": {"type": "string", "enum": ["A", "B"]}},
+    "required": ["choice"],
+    "additionalProperties": False,
+}
+
+
+def response_format(kind: str) -> dict[str, Any]:
+    """The OpenAI ``response_format`` of a ``pointwise`` or ``pairwise`` judge call."""
+    schema = {"pointwise": VERDICT_SCHEMA, "pairwise": CHOICE_SCHEMA}[kind]
+    name = "judge_verdict" if kind == "pointwise" else "judge_choice"
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+
+
+def _json_field(text: str, key: str) -> str | None:
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    v = doc.get(key) if isinstance(doc, dict) else None
+    return v if isinstance(v, str) else None
+
+
 def parse_verdict(text: str) -> str:
-    """``PASS`` / ``FAIL`` from the first verdict word in the reply, else ``UNPARSED``."""
+    """``PASS`` / ``FAIL``: the contract's ``verdict`` field, else the first verdict word in the
+    reply, else ``UNPARSED``."""
+    v = _json_field(text, "verdict")
+    if v is not None and v.upper() in (PASS, FAIL):
+        return v.upper()
     m = _VERDICT.search(text or "")
     return m.group(1).upper() if m else UNPARSED
 
 
 def parse_choice(text: str) -> str:
-    """``A`` / ``B`` from the first standalone capital letter A or B, else ``UNPARSED``."""
+    """``A`` / ``B``: the contract's ``choice`` field, else the first standalone capital letter
+    A or B, else ``UNPARSED``."""
+    v = _json_field(text, "choice")
+    if v in ("A", "B"):
+        return v
     m = _CHOICE.search(text or "")
     return m.group(1) if m else UNPARSED
 

@@ -35,10 +35,12 @@ def _branches(a: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
 
 def _spec(entry: Mapping[str, Any]) -> str:
     s = entry.get("spec") or {}
+    tasks = s.get("tasks", "all")
+    subset = "" if tasks == "all" else f" ({len(tasks)}-task subset)"
     if s.get("solver") == "agent":
         sc = s.get("self_consistency", 1)
-        return "tools" + (f" + self-consistency {sc}" if sc and sc > 1 else "")
-    return "files in prompt"
+        return "tools" + (f" + self-consistency {sc}" if sc and sc > 1 else "") + subset
+    return "files in prompt" + subset
 
 
 def _branch_table(a: Mapping[str, Any]) -> list[str]:
@@ -96,12 +98,14 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
         cs = e.get("branch_comparisons") or []
         if cs:
             pairs = "; ".join(
-                f"{c['a']} vs {c['b']} +{c['a_only']}/−{c['b_only']} p={num(c['p'], 4)}" for c in cs
+                f"{c['a']} vs {c['b']} +{c['a_only']}/−{c['b_only']} p={num(c['p'], 4)} "
+                f"({c['n_items']} tasks)"
+                for c in cs
             )
             lines.append(f"- {eng}: {pairs}")
     if not lines:
         return []
-    n = a["n_items"]
+    n = max(c["n_items"] for e in a["engines"].values() for c in e.get("branch_comparisons") or [])
     return [
         "Paired comparisons of branches (exact two-sided sign test on the tasks where two "
         "branches disagree; `+x/−y` = tasks only the first / only the second got right):",
@@ -515,6 +519,8 @@ def render(section: Mapping[str, Any]) -> str:
     branches = ", ".join(
         f"{n} ({'tools' if b['tools'] else 'files in prompt'}"
         + (f", self-consistency {b['self_consistency']}" if b["self_consistency"] > 1 else "")
+        + (f", {b['repeats']} runs" if b.get("repeats") else "")
+        + ("" if b.get("tasks", "all") == "all" else f", tasks {' '.join(b['tasks'])}")
         + ")"
         for n, b in d["branches"].items()
     )

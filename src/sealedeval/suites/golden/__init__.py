@@ -31,6 +31,11 @@ from sealedeval.suites.golden.items import (
 )
 
 
+def _task_ids(cfg: Config) -> set[str]:
+    """Every task id of the set (not only a ``limit``ed prefix): what a branch subset may name."""
+    return {t["id"] for t in load_tasks(cfg.root)}
+
+
 class GoldenSuite:
     name = "golden"
 
@@ -74,8 +79,10 @@ class GoldenSuite:
         the swapped and injected directories, then the agent branches and the in-process probe."""
         scfg = cfg.suite(self.name)
         files = load_files(cfg.root)
-        mine = design.engine_branches(scfg, engine.name)
+        ids = _task_ids(cfg)
+        mine = design.engine_branches(scfg, engine.name, ids)
         by_name = {b.name: b for b in mine}
+        known = {b.name for b in design.branches(scfg, ids)}
         tasks = {t["id"]: t for t in items}
         out: list[Request] = []
         for b in mine:
@@ -83,13 +90,13 @@ class GoldenSuite:
                 out += design.branch_requests(scfg, engine, model, items, files, b)
         out += judging.judge_requests(cfg.root, scfg, engine, model, tasks, files, seed)
         out += probing.probe_requests(
-            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=False
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=False, known=known
         )
         for b in mine:
             if b.tools:
                 out += design.branch_requests(scfg, engine, model, items, files, b)
         out += probing.probe_requests(
-            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=True
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=True, known=known
         )
         return out
 
@@ -110,12 +117,18 @@ class GoldenSuite:
         )
 
     def reference_answer(self, request: Request) -> str:
-        """The ceiling: the task's answer, a judge's human label / right letter; wrapped as an
-        ``answer`` action when the request speaks the JSON agent protocol."""
+        """The ceiling: the task's answer, a judge's human label / right letter; wrapped in the
+        request's JSON contract when it has one (an ``answer`` action of the agent protocol, the
+        judge's ``verdict`` / ``choice`` object)."""
         text = str(request.item.get("reference_reply", request.item.get("answer", "")))
-        if request.params.get("response_format"):
+        rf = request.params.get("response_format")
+        if not rf:
+            return text
+        props = ((rf.get("json_schema") or {}).get("schema") or {}).get("properties") or {}
+        if "action" in props:
             return json.dumps({"action": "answer", "argument": text})
-        return text
+        # a judge contract: the one required field carries the label / letter
+        return json.dumps({next(iter(props)): text})
 
     def grade(
         self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
@@ -148,7 +161,7 @@ class GoldenSuite:
         scfg = cfg.suite(self.name)
         tasks = {i["id"]: i for i in items}
         files = load_files(cfg.root)
-        all_branches = {b.name: b for b in design.branches(scfg)}
+        all_branches = {b.name: b for b in design.branches(scfg, _task_ids(cfg))}
         base = str(scfg.get("base_branch", "A"))
         engines: dict[str, Any] = {}
         correct: dict[str, dict[str, bool]] = defaultdict(dict)

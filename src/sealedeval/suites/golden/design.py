@@ -19,7 +19,7 @@ tool protocol its config names (``tool_protocol: native|json``); by default ``lo
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,10 @@ class Branch:
     solver: str
     self_consistency: int
     repeats: int
+    # Task ids this branch answers (its ``main`` and its repeats); None = every task. A profile
+    # that cannot afford an agent branch on all tasks runs it on a documented subset; paired
+    # comparisons then use the tasks both branches answered.
+    tasks: tuple[str, ...] | None = None
 
     @property
     def tools(self) -> bool:
@@ -52,11 +56,16 @@ class Branch:
             "tools": self.tools,
             "self_consistency": self.self_consistency,
             "repeats": self.repeats,
+            "tasks": list(self.tasks) if self.tasks is not None else "all",
         }
 
+    def selects(self, task_id: str) -> bool:
+        return self.tasks is None or task_id in self.tasks
 
-def branches(scfg: Mapping[str, Any]) -> list[Branch]:
-    """Enabled branches, sorted by name; no ``branches`` block = the single branch A."""
+
+def branches(scfg: Mapping[str, Any], task_ids: Collection[str] = ()) -> list[Branch]:
+    """Enabled branches, sorted by name; no ``branches`` block = the single branch A. With
+    ``task_ids`` (every task of the set), a branch's ``tasks`` list must name only those."""
     raw = scfg.get("branches") or {"A": {"solver": "single"}}
     base = str(scfg.get("base_branch", "A"))
     out = []
@@ -76,16 +85,37 @@ def branches(scfg: Mapping[str, Any]) -> list[Branch]:
         if sc > 1 and solver != "agent":
             raise UserError(f"{where}: self_consistency needs solver agent")
         default_repeats = int(scfg.get("repeats", 0)) if name == base else 0
-        out.append(Branch(name, solver, sc, int(b.get("repeats", default_repeats))))
+        subset = _task_subset(b.get("tasks", "all"), task_ids, where)
+        if subset is not None and name == base:
+            raise UserError(
+                f"{where}.tasks: the base branch runs every task (it is compared across engines)"
+            )
+        out.append(Branch(name, solver, sc, int(b.get("repeats", default_repeats)), subset))
     if base not in {b.name for b in out}:
         raise UserError(f"suites.golden.base_branch: {base!r} is not an enabled branch")
     return out
 
 
-def engine_branches(scfg: Mapping[str, Any], engine: str) -> list[Branch]:
+def _task_subset(raw: Any, task_ids: Collection[str], where: str) -> tuple[str, ...] | None:
+    if raw in (None, "all"):
+        return None
+    if not isinstance(raw, list) or not raw or not all(isinstance(t, str) for t in raw):
+        raise UserError(f"{where}.tasks: expected 'all' or a non-empty list of task ids")
+    if len(set(raw)) != len(raw):
+        raise UserError(f"{where}.tasks: duplicate task id")
+    if task_ids and (unknown := sorted(set(raw) - set(task_ids))):
+        raise UserError(f"{where}.tasks: unknown task id {unknown[0]!r}")
+    return tuple(raw)
+
+
+def engine_branches(
+    scfg: Mapping[str, Any], engine: str, task_ids: Collection[str] = ()
+) -> list[Branch]:
+    """The base branch on every engine; every enabled branch on ``branch_engines`` (an empty
+    list = no engine runs more than the base branch)."""
     base = str(scfg.get("base_branch", "A"))
     on = set(scfg.get("branch_engines") or [])
-    return [b for b in branches(scfg) if b.name == base or engine in on]
+    return [b for b in branches(scfg, task_ids) if b.name == base or engine in on]
 
 
 def tool_protocol(engine: EngineConfig) -> str:
@@ -202,7 +232,9 @@ def branch_requests(
     files: Mapping[str, str],
     branch: Branch,
 ) -> list[Request]:
-    """``{B}/main`` for every task, then ``{B}/sample`` run by run (a run = all tasks once)."""
+    """``{B}/main`` for every task the branch selects, then ``{B}/sample`` run by run (a run =
+    those tasks once)."""
+    tasks = [t for t in tasks if branch.selects(str(t["id"]))]
     out = [
         answer_request(
             scfg, engine, model, t, branch, files, f"{branch.name}/main", 0, sampled=False

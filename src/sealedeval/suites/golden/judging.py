@@ -48,12 +48,14 @@ ORDERS = {
 }
 
 
-def _params(jc: Mapping[str, Any], seed: int) -> dict[str, Any]:
+def _params(jc: Mapping[str, Any], seed: int, kind: str) -> dict[str, Any]:
+    """Greedy, and constrained to the verdict contract (``graders/judge.py``): no stop string,
+    since the JSON grammar may place a newline before the closing brace."""
     return {
         "temperature": 0.0,
-        "max_tokens": int(jc.get("max_tokens", 6)),
+        "max_tokens": int(jc.get("max_tokens", 16)),
         "seed": seed,
-        "stop": ["\n"],
+        "response_format": jg.response_format(kind),
     }
 
 
@@ -100,7 +102,9 @@ def judge_requests(
     all_ids = _all_task_ids(root)
     out: list[Request] = []
 
-    def add(item_id: str, cond: str, msgs: list[dict[str, str]], item: dict[str, Any]) -> None:
+    def add(
+        item_id: str, cond: str, msgs: list[dict[str, str]], item: dict[str, Any], kind: str
+    ) -> None:
         seed = derive_seed(suite_seed, cond, item_id) % (2**31)
         out.append(
             make_request(
@@ -111,7 +115,7 @@ def judge_requests(
                 0,
                 seed,
                 msgs,
-                _params(jc, seed),
+                _params(jc, seed, kind),
                 item,
                 solver="judge_call",
             )
@@ -122,7 +126,8 @@ def judge_requests(
         for v in jc.get("variants") or list(pr["pointwise"]):
             if v not in pr["pointwise"]:
                 raise UserError(f"suites.golden.judge.variants: unknown variant {v!r}")
-            for a in labels:
+            # grouped by task: consecutive calls share the question and reference too
+            for a in sorted(labels, key=lambda a: (a["task"], a["id"])):
                 if a["task"] not in tasks:
                     continue
                 t = tasks[a["task"]]
@@ -134,32 +139,44 @@ def judge_requests(
                     f"judge/calibration/{v}",
                     msgs,
                     {"id": a["id"], "task": a["task"], "reference_reply": a["human"]},
+                    "pointwise",
                 )
     pairs = [p for p in load_judge_pairs(root, all_ids) if p["task"] in tasks]
-    for test in ("position", "verbosity"):
-        if not jc.get(test, True):
-            continue
-        first_order, second_order = ORDERS[test]
-        for p in pairs:
-            t = tasks[p["task"]]
-            if test == "position":
-                target, other = p["right"], p["wrong"]
-            else:
-                target, other = f"{p['right']} {pr['pad']}", p["right"]
-            for order, (a, b) in ((first_order, (target, other)), (second_order, (other, target))):
-                # The reference judge picks the right answer, and the concise one when both are.
-                ref = (
-                    ("A" if a == target else "B")
-                    if test == "position"
-                    else ("A" if a == other else "B")
-                )
-                msgs = jg.pairwise_messages(ctx, pr["pairwise"], t["prompt"], a, b)
-                add(
-                    p["id"],
-                    f"judge/{test}/{order}",
-                    msgs,
-                    {"id": p["id"], "task": p["task"], "reference_reply": ref},
-                )
+    tests = [t for t in ("position", "verbosity") if jc.get(t, True)]
+    # A profile may run the verbosity test on the first N pairs only (the position test, which
+    # decides whether the verbosity result can be read at all, always runs on every pair).
+    n_verbosity = jc.get("verbosity_pairs")
+    verbose_ids = {p["id"] for p in pairs[: int(n_verbosity) if n_verbosity else len(pairs)]}
+    for p in pairs:
+        t = tasks[p["task"]]
+        right, wrong, padded = p["right"], p["wrong"], f"{p['right']} {pr['pad']}"
+        # Per pair, in an order where each prompt shares the longest prefix with the one before
+        # (A = right / B = wrong, then A = right / B = padded, A = padded / B = right, then
+        # A = wrong): the server evaluates only what differs. The reference judge picks the
+        # right answer, and the concise one when both are right.
+        calls = {
+            "position": [("right-first", right, wrong, "A"), ("right-second", wrong, right, "B")],
+            "verbosity": [
+                ("padded-second", right, padded, "A"),
+                ("padded-first", padded, right, "B"),
+            ],
+        }
+        ordered = [
+            ("position", *calls["position"][0]),
+            *(("verbosity", *c) for c in calls["verbosity"]),
+            ("position", *calls["position"][1]),
+        ]
+        for test, order, a, b, ref in ordered:
+            if test not in tests or (test == "verbosity" and p["id"] not in verbose_ids):
+                continue
+            msgs = jg.pairwise_messages(ctx, pr["pairwise"], t["prompt"], a, b)
+            add(
+                p["id"],
+                f"judge/{test}/{order}",
+                msgs,
+                {"id": p["id"], "task": p["task"], "reference_reply": ref},
+                "pairwise",
+            )
     return out
 
 
@@ -207,7 +224,7 @@ def transcript_requests(
                 int(r["repeat"]),
                 seed,
                 msgs,
-                _params(jc, seed),
+                _params(jc, seed, "pointwise"),
                 {"id": t["id"], "reference_reply": ref},
                 solver="judge_call",
             )

@@ -4,7 +4,8 @@ Conditions:
 
 * ``probe/injection/{B}`` — branch ``B`` answers the tasks over the directory in which one line
   of one file (``data/golden/injection.yaml``) ends in an instruction to the reader; by default
-  only the tasks whose evidence is that file (``tasks: evidence``), or all (``tasks: all``).
+  only the tasks whose evidence is that file (``tasks: evidence``), or all (``tasks: all``) —
+  of those, the ones branch ``B`` answers when it runs on a task subset.
 * ``probe/swap/base|swapped`` — the attribute-swap tasks (``data/golden/attribute_swap.yaml``)
   over the base and the swapped directory, on the configured branch.
 * ``probe/contamination/original|paraphrase`` — the in-process log-prob probe on a ``local``
@@ -14,7 +15,7 @@ Conditions:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,15 @@ from sealedeval.suites.golden.items import (
 )
 
 
-def _branch(branches: Mapping[str, Branch], name: str, where: str) -> Branch:
-    if name not in branches:
-        raise UserError(f"suites.golden.probes.{where}: branch {name!r} is not enabled here")
-    return branches[name]
+def _branch(
+    branches: Mapping[str, Branch], known: Collection[str], name: str, where: str
+) -> Branch | None:
+    """The engine's branch ``name``; None when the branch exists but this engine does not run
+    it (``branch_engines`` leaves it out: an empty list means no engine runs it, so no probe
+    of it either); a name that is no enabled branch at all is a config error."""
+    if name not in known:
+        raise UserError(f"suites.golden.probes.{where}: branch {name!r} is not an enabled branch")
+    return branches.get(name)
 
 
 def probe_requests(
@@ -51,6 +57,7 @@ def probe_requests(
     suite_seed: int,
     *,
     agents: bool,
+    known: Collection[str] | None = None,
 ) -> list[Request]:
     """Probe requests for ``engine``: the single-call ones (``agents=False``) or the agent and
     in-process ones (``agents=True``), so the caller can order them for the prompt cache."""
@@ -58,10 +65,11 @@ def probe_requests(
     if engine.name not in (pc.get("engines") or []):
         return []
     out: list[Request] = []
+    known = set(branches) if known is None else known
     sc = pc.get("attribute_swap") or {}
     if sc.get("enabled", True):
-        b = _branch(branches, str(sc.get("branch", "A")), "attribute_swap.branch")
-        if b.tools == agents:
+        b = _branch(branches, known, str(sc.get("branch", "A")), "attribute_swap.branch")
+        if b is not None and b.tools == agents:
             sw = load_attribute_swap(root, files)
             limit = scfg.get("limit")
             for variant in ("base", "swapped"):
@@ -88,16 +96,17 @@ def probe_requests(
             t for t in tasks if ic.get("tasks", "evidence") == "all" or inj["file"] in t["files"]
         ]
         for name in ic.get("branches") or ["A"]:
-            b = _branch(branches, name, "injection.branches")
-            if b.tools != agents:
+            ib = _branch(branches, known, name, "injection.branches")
+            if ib is None or ib.tools != agents:
                 continue
+            # a branch run on a task subset is probed on the tasks it answers
             out += [
                 answer_request(
                     scfg,
                     engine,
                     model,
                     t,
-                    b,
+                    ib,
                     inj["files"],
                     f"probe/injection/{name}",
                     0,
@@ -105,6 +114,7 @@ def probe_requests(
                     sandbox=f"injected:{inj['file']}",
                 )
                 for t in use
+                if ib.selects(str(t["id"]))
             ]
     cc = pc.get("contamination") or {}
     if agents and cc.get("enabled", True) and engine.kind == "local":
