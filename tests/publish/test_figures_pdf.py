@@ -1,56 +1,188 @@
-"""Figures and report.pdf: from result.json's dict only, byte-identical across renders."""
+"""Figures and report.pdf: from result.json's dict only, byte-identical across renders.
+
+The fixture is a real result.json of a small run of every suite on the reference engines
+(tiny profile + golden branches and judge, bloodpanel with 2 repeats, grounding with the naive
+baseline); see ``make_fixture.py`` beside this file for how it is regenerated.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sealedeval.errors import UserError
 from sealedeval.publish import figures
-from sealedeval.publish.pdf import build_pdf
+from sealedeval.publish.pdf import build_pdf, parse_markdown
+from sealedeval.publish.report_md import render_report
 
 HERE = Path(__file__).parent
-RESULT = json.loads((HERE / "result_golden.json").read_text())
-REPORT = (HERE / "report_golden.md").read_text()
+RESULT: dict[str, Any] = json.loads((HERE / "result_all.json").read_text())
+
+EXPECTED = {
+    "golden": {"accuracy", "branches", "passk", "runs", "judge"},
+    "bloodpanel": {"composite", "specialty", "labels", "repeats"},
+    "grounding": {"track_a", "track_b"},
+}
 
 
-def test_figures_are_byte_identical_and_follow_the_data() -> None:
-    a = figures.build_figures(RESULT)
-    assert set(a) == {f"golden_{n}.{x}" for n in ("accuracy", "passk", "runs")
-                      for x in ("png", "svg")}
-    assert a == figures.build_figures(copy.deepcopy(RESULT))
-    assert b"<dc:date>" not in a["golden_accuracy.svg"]
-    changed = copy.deepcopy(RESULT)
-    acc = changed["suites"]["golden"]["analysis"]["engines"]["reference"]["greedy"]["accuracy"]
-    acc.update(rate=0.5, lo=0.2, hi=0.8)
-    b = figures.build_figures(changed)
-    assert b["golden_accuracy.png"] != a["golden_accuracy.png"]
-    assert b["golden_passk.png"] == a["golden_passk.png"]
+@pytest.fixture(scope="module")
+def built() -> dict[str, bytes]:
+    return figures.build_figures(RESULT)
 
 
-def test_suites_absent_or_unregistered_are_skipped(tmp_path: Path) -> None:
+def _suite(result: dict[str, Any], suite: str) -> dict[str, Any]:
+    """``result`` cut to one suite: rendering is the slow part, so render only what changed."""
+    return {**result, "suites": {suite: result["suites"][suite]}}
+
+
+def _changed(built: dict[str, bytes], result: dict[str, Any], suite: str) -> set[str]:
+    """Figures of ``suite`` whose SVG differs from the fixture's."""
+    again = figures.build_figures(_suite(result, suite), formats=("svg",))
+    assert set(again) == {k for k in built if k.startswith(f"{suite}_") and k.endswith(".svg")}
+    return {k.rsplit(".", 1)[0] for k, v in again.items() if v != built[k]}
+
+
+def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) -> None:
+    want = {f"{s}_{n}.{x}" for s, names in EXPECTED.items() for n in names for x in ("png", "svg")}
+    assert set(built) == want
+    for name, data in built.items():
+        assert data.startswith(b"\x89PNG" if name.endswith(".png") else b"<?xml"), name
+    svg = built["grounding_track_a.svg"]
+    assert b"<dc:date>" not in svg and b"Matplotlib v" not in svg
+
+
+def test_rebuild_in_a_fresh_process_is_byte_identical(
+    tmp_path: Path, built: dict[str, bytes]
+) -> None:
+    code = ("import json, sys; from pathlib import Path; "
+            "from sealedeval.publish.figures import write_figures; "
+            "write_figures(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(HERE / "result_all.json")],
+                   check=True, timeout=600)
+    files = {p.name: p.read_bytes() for p in (tmp_path / "results/figures").iterdir()}
+    assert files == built
+
+
+def test_figures_follow_their_own_data_only(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
+    bp = r["suites"]["bloodpanel"]["analysis"]
+    prof = bp["profile"]
+    spec = bp["engines"]["reference"]["profiles"][prof]["by_specialty"]
+    first = sorted(spec)[0]
+    spec[first]["composite"].update(mean=0.2, lo=0.1, hi=0.3)
+    assert _changed(built, r, "bloodpanel") == {"bloodpanel_specialty"}
+
+    r = copy.deepcopy(RESULT)
+    ga = r["suites"]["grounding"]["analysis"]["engines"]["reference"]["roles"]["primary"]
+    ga["track_a"]["C"]["m1"].update(item_mean=0.1, clustered_lo=0.0, clustered_hi=0.3)
+    assert _changed(built, r, "grounding") == {"grounding_track_a"}
+
+    r = copy.deepcopy(RESULT)
+    judge = r["suites"]["golden"]["analysis"]["engines"]["reference"]["judge"]
+    judge["position"]["order_consistent"].update(k=1, rate=0.1, lo=0.0, hi=0.4)
+    assert _changed(built, r, "golden") == {"golden_judge"}
+
+    r = copy.deepcopy(RESULT)
+    reps = r["suites"]["bloodpanel"]["analysis"]["engines"]["reference"]["repeats"]
+    reps["per_run_composite"][0] = 0.5
+    assert _changed(built, r, "bloodpanel") == {"bloodpanel_repeats"}
+
+
+def test_optional_figures_appear_only_with_their_data() -> None:
+    r = copy.deepcopy(RESULT)
+    g = r["suites"]["golden"]["analysis"]["engines"]["reference"]
+    del g["judge"]
+    bp = r["suites"]["bloodpanel"]["analysis"]
+    bp["engines"]["reference"]["repeats"]["n_runs"] = 1
+    bp["comparisons"] = [
+        {"a": "reference", "b": "other", "n_cases": 16, "mean_a": 0.9, "mean_b": 0.7,
+         "mean_diff": 0.2, "paired_se": 0.05, "ci": {"lo": 0.1, "hi": 0.3}, "a_better": 10,
+         "b_better": 2, "ties": 4, "p": 0.039},
+    ]
+    for role in r["suites"]["grounding"]["analysis"]["engines"]["reference"]["roles"].values():
+        for t in ("b1", "b2", "b3", "b4"):
+            role.pop(t, None)
+    names = {(s, f.name) for s, f in figures.specs(r)}
+    assert ("golden", "judge") not in names and ("bloodpanel", "repeats") not in names
+    assert ("bloodpanel", "comparisons") in names
+    # naive still has B tracks: the B figure stays, and draws
+    assert ("grounding", "track_b") in names
+    for role in r["suites"]["grounding"]["analysis"]["engines"]["naive"]["roles"].values():
+        for t in ("b1", "b2", "b3", "b4"):
+            role.pop(t, None)
+    names = {(s, f.name) for s, f in figures.specs(r)}
+    assert ("grounding", "track_b") not in names and ("grounding", "track_a") in names
+    out = figures.build_figures(_suite(r, "bloodpanel"), formats=("svg",))
+    assert set(out) == {f"bloodpanel_{n}.svg" for n in ("composite", "specialty", "labels",
+                                                         "comparisons")}
+
+
+def test_missing_estimates_draw_as_na_not_dropped(built: dict[str, bytes]) -> None:
+    r = copy.deepcopy(RESULT)
+    bp = r["suites"]["bloodpanel"]["analysis"]
+    head = bp["engines"]["reference"]["profiles"][bp["profile"]]["headline"]
+    head["composite"] = {"mean": None, "lo": None, "hi": None}
+    assert _changed(built, r, "bloodpanel") == {"bloodpanel_composite"}
+
+
+def test_write_figures_removes_stale_and_skips_unregistered(
+    tmp_path: Path, built: dict[str, bytes]
+) -> None:
+    r = _suite(copy.deepcopy(RESULT), "grounding")
     r["suites"]["unregistered"] = {"analysis": {}}
-    out = figures.write_figures(tmp_path, r)
-    assert all(p.name.startswith("golden_") for p in out)
+    (tmp_path / "results/figures").mkdir(parents=True)
     (tmp_path / "results/figures/stale_old.png").write_bytes(b"x")
-    del r["suites"]["golden"]
+    out = figures.write_figures(tmp_path, r)
+    assert [p.name for p in out] == [f"grounding_{n}.{x}" for n in ("track_a", "track_b")
+                                     for x in ("png", "svg")]
+    assert all(p.read_bytes() == built[p.name] for p in out)
+    assert not (tmp_path / "results/figures/stale_old.png").exists()
+    r["suites"] = {}
     assert figures.write_figures(tmp_path, r) == []
     assert not list((tmp_path / "results/figures").iterdir())
 
 
-def test_pdf_deterministic_text_and_pages(tmp_path: Path) -> None:
-    pngs = []
-    for name, data in figures.build_figures(RESULT).items():
+def test_report_md_references_every_figure_once_with_its_caption(built: dict[str, bytes]) -> None:
+    md = render_report(RESULT)
+    refs = re.findall(r"^!\[Figure (\d+)\]\(figures/(\w+)\.svg\)$", md, re.M)
+    assert sorted(f"{n}.svg" for _, n in refs) == sorted(k for k in built if k.endswith(".svg"))
+    assert [int(i) for i, _ in refs] == list(range(1, len(refs) + 1))
+    for i, _ in refs:
+        assert re.search(rf"^\*Figure {i}\. \S.*\*$", md, re.M)
+    # each suite's figures follow its own section
+    marks = ["## bloodpanel", "figures/bloodpanel_composite.svg", "## golden",
+             "figures/golden_accuracy.svg", "## grounding", "figures/grounding_track_a.svg",
+             "## Engines"]
+    at = [md.index(m) for m in marks]
+    assert at == sorted(at)
+    images = [c for k, c in parse_markdown(md) if k == "image"]
+    assert [n for n, _ in images] == [n for _, n in refs]
+    assert all(cap.startswith("Figure ") for _, cap in images)
+
+
+def _pngs(tmp_path: Path, built: dict[str, bytes]) -> list[Path]:
+    out = []
+    for name, data in sorted(built.items()):
         if name.endswith(".png"):
             (tmp_path / name).write_bytes(data)
-            pngs.append(tmp_path / name)
-    pdf = build_pdf(RESULT, REPORT, sorted(pngs), ["RFC 3161 token from Test TSA"])
-    assert pdf == build_pdf(RESULT, REPORT, sorted(pngs), ["RFC 3161 token from Test TSA"])
+            out.append(tmp_path / name)
+    return out
+
+
+def test_pdf_places_every_figure_deterministically(tmp_path: Path, built: dict[str, bytes]) -> None:
+    md = render_report(RESULT)
+    pngs = _pngs(tmp_path, built)
+    anchors = ["RFC 3161 token from Test TSA"]
+    pdf = build_pdf(RESULT, md, pngs, anchors)
+    assert pdf == build_pdf(RESULT, md, pngs, anchors)
     path = tmp_path / "report.pdf"
     path.write_bytes(pdf)
 
@@ -64,10 +196,18 @@ def test_pdf_deterministic_text_and_pages(tmp_path: Path) -> None:
     assert commit in flat
     assert "RFC 3161 token from Test TSA" in text
     assert "Limitations and threats to validity" in text
-    assert "Accuracy (greedy)" in text and "pass^k" in text
+    assert "Other figures" not in text  # every figure sits where report.md references it
     for m in RESULT["manifest"]:
         assert m["sha256"] in flat
-    assert sum(len(p.images) for p in reader.pages) == 3
+    assert sum(len(p.images) for p in reader.pages) == len(pngs)
+    for p in pngs:
+        assert f"({p.stem})" in flat
+    # figures sit inside their suite's part of the report
+    page_of = {p.stem: i for i, page in enumerate(reader.pages) for p in pngs
+               if f"({p.stem})" in "".join(page.extract_text().split())}
+    grounding_start = min(i for i, page in enumerate(reader.pages)
+                          if "grounding—SemanticGrounding" in "".join(page.extract_text().split()))
+    assert page_of["bloodpanel_labels"] <= grounding_start <= page_of["grounding_track_a"]
 
     if shutil.which("pdftoppm") is None:
         pytest.skip("pdftoppm missing: apt-get install -y poppler-utils")
@@ -75,3 +215,20 @@ def test_pdf_deterministic_text_and_pages(tmp_path: Path) -> None:
     pages = sorted(tmp_path.glob("pg-*.png"))
     assert len(pages) == len(reader.pages) >= 3
     assert all(p.stat().st_size > 1000 for p in pages)
+
+
+def test_pdf_unreferenced_figures_go_last_and_missing_ones_fail(
+    tmp_path: Path, built: dict[str, bytes]
+) -> None:
+    pngs = _pngs(tmp_path, built)
+    md = render_report(RESULT)
+    lone = tmp_path / "extra_plot.png"
+    shutil.copy(pngs[0], lone)
+    from pypdf import PdfReader
+
+    path = tmp_path / "r.pdf"
+    path.write_bytes(build_pdf(RESULT, md, [*pngs, lone]))
+    text = "".join("".join(p.extract_text().split()) for p in PdfReader(path).pages)
+    assert "Otherfigures" in text and "extra_plot.png" in text
+    with pytest.raises(UserError, match="grounding_track_b"):
+        build_pdf(RESULT, md, [p for p in pngs if p.stem != "grounding_track_b"])

@@ -1,11 +1,21 @@
-"""golden figures: greedy accuracy with Wilson intervals, pass@k vs pass^k, per-run spread."""
+"""golden figures: accuracy with Wilson intervals, per branch, pass@k vs pass^k, per-run spread,
+and the judge's consistency (calibration against human labels, order and verbosity tests)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sealedeval.publish.figures import new_figure, register
+from sealedeval.publish.figures import (
+    FigureSpec,
+    interval_bars,
+    new_figure,
+    no_data,
+    point,
+    register,
+    top_legend,
+    wilson_point,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -14,6 +24,7 @@ if TYPE_CHECKING:
 def _rate_bar(ax: Any, x: float, r: Mapping[str, Any], color: str, label: str | None) -> None:
     rate = r.get("rate")
     if rate is None:
+        ax.text(x, 0.01, "n/a", ha="center", rotation=90, fontsize="x-small")
         return
     lo, hi = r.get("lo"), r.get("hi")
     yerr = None
@@ -31,12 +42,8 @@ def _base(e: Mapping[str, Any]) -> Mapping[str, Any]:
     return base
 
 
-@register("golden")
-def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
-    a = section["analysis"]
+def _accuracy(a: Mapping[str, Any]) -> Figure:
     engines = list(a["engines"])
-    out: dict[str, Figure] = {}
-
     fig = new_figure()
     ax = fig.add_subplot()
     for i, eng in enumerate(engines):
@@ -51,12 +58,42 @@ def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     ax.set_ylabel("greedy accuracy (Wilson 95% CI)")
     ax.set_title(f"golden: accuracy per engine ({a['n_items']} tasks)")
     ax.legend(loc="lower right", fontsize="small")
-    out["accuracy"] = fig
+    return fig
 
+
+def _branch_rows(a: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    return [
+        (eng, b, entry)
+        for eng, e in a["engines"].items()
+        for b, entry in sorted((e.get("branches") or {}).items())
+    ]
+
+
+def _branches(a: Mapping[str, Any]) -> Figure:
+    rows = _branch_rows(a)
+    fig = new_figure(6.4, 3.8)
+    ax = fig.add_subplot()
+    groups = [f"{eng}\n{b}" for eng, b, _ in rows]
+    series = [
+        ("regex, completed", [wilson_point(r["main"]["accuracy"]) for _, _, r in rows]),
+        ("regex, errors = fail",
+         [wilson_point(r["main"]["accuracy_lower_bound"]) for _, _, r in rows]),
+        ("exact match", [wilson_point(r["main"]["exact"]) for _, _, r in rows]),
+        ("judge PASS", [wilson_point((r.get("judge") or {}).get("pass")) for _, _, r in rows]),
+    ]
+    interval_bars(ax, groups, series)
+    ax.set_ylim(0, 1.05)
+    top_legend(ax, ncols=4, top=1.2)
+    ax.set_ylabel("rate (Wilson 95% CI)")
+    ax.set_title(f"golden: graders per engine and branch ({a['n_items']} tasks)")
+    return fig
+
+
+def _passk(a: Mapping[str, Any]) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     any_line = False
-    for eng in engines:
+    for eng in a["engines"]:
         r = _base(a["engines"][eng])["repeats"]
         if not r["n_runs"]:
             continue
@@ -74,24 +111,161 @@ def figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     if any_line:
         ax.legend(fontsize="small")
     else:
-        ax.text(0.5, 0.5, "no repeats in this profile", ha="center", transform=ax.transAxes)
-    out["passk"] = fig
+        no_data(ax, "no repeats in this profile")
+    return fig
 
+
+def _runs(a: Mapping[str, Any]) -> Figure:
+    engines = list(a["engines"])
     fig = new_figure()
     ax = fig.add_subplot()
-    data = [_base(a["engines"][e])["repeats"]["per_run_correct"] for e in engines]
-    for i, runs in enumerate(data):
+    for i, eng in enumerate(engines):
+        r = _base(a["engines"][eng])["repeats"]
+        runs = r["per_run_correct"]
         if runs:
             ax.scatter([i] * len(runs), runs, color="#4477aa", zorder=3)
-            r = _base(a["engines"][engines[i]])["repeats"]
             ax.errorbar(
                 [i + 0.15], [r["per_run_mean"]], yerr=[[r["per_run_sd"] or 0.0]] * 2,
                 fmt="D", color="#cc6677", capsize=4,
             )
+        else:
+            ax.text(i, 0.5, "no repeats", ha="center", fontsize="small")
     ax.set_xticks(range(len(engines)), engines)
     ax.set_xlim(-0.5, len(engines) - 0.5)
     ax.set_ylim(0, max(1, a["n_items"]) * 1.05)
     ax.set_ylabel(f"correct per run (of {a['n_items']})")
     ax.set_title("golden: per-run spread (points) and mean ± sd")
-    out["runs"] = fig
+    return fig
+
+
+def _judges(a: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {eng: e["judge"] for eng, e in a["engines"].items() if e.get("judge")}
+
+
+def _judge(a: Mapping[str, Any]) -> Figure:
+    judges = _judges(a)
+    fig = new_figure(7.2, 6.4)
+    grid = fig.add_gridspec(2, 2)
+    left = fig.add_subplot(grid[0, :])
+    right = fig.add_subplot(grid[1, 0])
+    regex = fig.add_subplot(grid[1, 1])
+
+    cal = [
+        (eng, v, c)
+        for eng, j in judges.items()
+        for v, c in sorted(((j.get("calibration") or {}).get("variants") or {}).items())
+    ]
+    if cal:
+        groups = [f"{eng}\n{v}" for eng, v, _ in cal]
+        interval_bars(
+            left,
+            groups,
+            [
+                ("judge PASS", [wilson_point(c["judge_pass"]) for _, _, c in cal]),
+                ("human PASS", [wilson_point(c["human_pass"]) for _, _, c in cal]),
+                ("agreement", [point(c["agreement"]) for _, _, c in cal]),
+                ("Cohen's κ", [point(c["kappa"]) for _, _, c in cal]),
+            ],
+        )
+        left.set_ylim(min(0.0, *(c["kappa"] or 0.0 for _, _, c in cal)) - 0.02, 1.05)
+        left.axhline(0, color="black", linewidth=0.5)
+        top_legend(left, ncols=4, top=1.2)
+        n = cal[0][2]["n"]
+        left.set_title(f"calibration on {n} human-labelled answers", fontsize="medium")
+    else:
+        no_data(left, "no calibration calls")
+        left.set_title("calibration", fontsize="medium")
+    left.set_ylabel("rate (Wilson 95% CI)")
+
+    pairs = [
+        (eng, test, j[test]) for eng, j in judges.items() for test in ("position", "verbosity")
+        if j.get(test)
+    ]
+    if pairs:
+        interval_bars(
+            right,
+            [f"{eng}\n{test}" for eng, test, _ in pairs],
+            [
+                ("order-consistent", [wilson_point(t["order_consistent"]) for *_, t in pairs]),
+                ("picked first", [wilson_point(t["picked_first"]) for *_, t in pairs]),
+                ("picked target", [wilson_point(t["picked_target"]) for *_, t in pairs]),
+            ],
+            colors=("#228833", "#ccbb44", "#aa3377"),
+        )
+        right.axhline(0.5, color="black", linewidth=0.5, linestyle=":")
+        right.set_ylim(0, 1.05)
+        top_legend(right)
+    else:
+        no_data(right, "no pairwise tests")
+        right.set_ylim(0, 1.05)
+    right.set_title("pairwise, both orders", fontsize="medium")
+
+    graded = [(eng, b, r["judge"]) for eng, b, r in _branch_rows(a) if r.get("judge")]
+    if graded:
+        interval_bars(
+            regex,
+            [f"{eng}\n{b}" for eng, b, _ in graded],
+            [
+                ("agreement", [point(j.get("agreement_with_regex")) for *_, j in graded]),
+                ("Cohen's κ", [point(j.get("kappa_with_regex")) for *_, j in graded]),
+            ],
+            colors=("#66ccee", "#aa3377"),
+        )
+        regex.set_ylim(-0.05, 1.05)
+        top_legend(regex)
+    else:
+        no_data(regex, "judge graded no transcripts")
+        regex.set_ylim(-0.05, 1.05)
+    regex.set_title("judge vs regex grader, same answers", fontsize="medium")
+    fig.suptitle("golden: judge consistency", fontsize="medium")
+    return fig
+
+
+@register("golden")
+def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
+    a = section["analysis"]
+    n = a["n_items"]
+    out = [
+        FigureSpec(
+            "accuracy",
+            f"golden: greedy accuracy per engine on the base branch ({n} tasks), over completed "
+            "requests and with errors counted as failures, Wilson 95% intervals.",
+            lambda: _accuracy(a),
+        )
+    ]
+    if _branch_rows(a):
+        out.append(
+            FigureSpec(
+                "branches",
+                "golden: each grader's rate per engine and branch (regex over completed "
+                "requests and with errors = fail, exact match, model judge), Wilson 95% "
+                "intervals; n/a where a grader did not run.",
+                lambda: _branches(a),
+            )
+        )
+    out += [
+        FigureSpec(
+            "passk",
+            "golden: pass@k (at least one of k sampled answers right) against pass^k (all k "
+            "right) on the base branch, per engine.",
+            lambda: _passk(a),
+        ),
+        FigureSpec(
+            "runs",
+            "golden: tasks right in each sampled run (points) and the mean ± sd over runs.",
+            lambda: _runs(a),
+        ),
+    ]
+    if _judges(a):
+        out.append(
+            FigureSpec(
+                "judge",
+                "golden: judge consistency — PASS rates of judge and humans, agreement and "
+                "Cohen's κ per prompt variant; order consistency and first/target picks in the "
+                "position and verbosity tests (dotted line: 50%); agreement and κ with the "
+                "regex grader on the branch transcripts it judged (n/a: κ undefined when a "
+                "grader gives one label). Wilson 95% intervals.",
+                lambda: _judge(a),
+            )
+        )
     return out

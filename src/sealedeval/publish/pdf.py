@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sealedeval.errors import UserError
 from sealedeval.publish.figures import FIGURES_DIR
 
 REPORT_PDF = Path("results/report.pdf")
@@ -53,8 +54,13 @@ def _cells(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
 
 
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
 def parse_markdown(text: str) -> list[tuple[str, Any]]:
-    """Blocks of report.md: ("h1".."h3", text), ("p", text), ("table", rows)."""
+    """Blocks of report.md: ("h1".."h3", text), ("p", text), ("table", rows) and
+    ("image", (file stem, caption)) for a figure line, whose caption is the italic line below it
+    (else the alt text)."""
     blocks: list[tuple[str, Any]] = []
     lines = text.splitlines()
     i = 0
@@ -67,7 +73,16 @@ def parse_markdown(text: str) -> list[tuple[str, Any]]:
 
     while i < len(lines):
         line = lines[i]
-        if line.startswith("#"):
+        m = _IMAGE.fullmatch(line.strip())
+        if m:
+            flush()
+            caption = m.group(1)
+            nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if len(nxt) > 2 and nxt.startswith("*") and nxt.endswith("*"):
+                caption = nxt.strip("*")
+                i += 1
+            blocks.append(("image", (Path(m.group(2)).stem, caption)))
+        elif line.startswith("#"):
             flush()
             level = len(line) - len(line.lstrip("#"))
             blocks.append((f"h{min(level, 3)}", line.lstrip("#").strip()))
@@ -127,7 +142,10 @@ def build_pdf(
     figures: Sequence[Path] = (),
     anchors: Sequence[str] = (),
 ) -> bytes:
-    """The PDF bytes. ``figures`` are PNG paths, placed in the order given."""
+    """The PDF bytes. ``figures`` are PNG paths: each is placed where report.md references it
+    (by file stem); any that report.md does not reference follow under "Other figures", in
+    the order given, so no figure is left out. A reference to a figure missing from
+    ``figures`` is an error (the figures were not rebuilt with report.md)."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
@@ -182,24 +200,38 @@ def build_pdf(
         )
         story.extend([t, Spacer(1, 0.2 * cm)])
 
+    pngs = {f.stem: f for f in figures}
+    placed: set[str] = set()
+
+    def add_figure(f: Path, caption: str) -> None:
+        img = Image(str(f))
+        scale = min(1.0, width / img.imageWidth, (A4[1] - 8 * cm) / img.imageHeight)
+        img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
+        story.append(KeepTogether([img, Paragraph(_inline(caption), small), Spacer(1, 8)]))
+
     style = {"h1": ss["Heading1"], "h2": ss["Heading1"], "h3": ss["Heading2"]}
     for kind, content in parse_markdown(report_md)[1:]:  # [0] is report.md's own title
-        if kind == "table":
+        if kind == "image":
+            name, caption = content
+            if name not in pngs:
+                raise UserError(
+                    f"report.md references figure {name} but {FIGURES_DIR}/{name}.png is missing;"
+                    " run `sealedeval figures` first"
+                )
+            add_figure(pngs[name], f"{caption} ({name})")
+            placed.add(name)
+        elif kind == "table":
             add_table(content)
         elif kind == "p":
             story.append(Paragraph(_inline(content), body))
         else:
             story.append(Paragraph(_inline(content), style[kind]))
 
-    if figures:
-        story += [PageBreak(), Paragraph("Figures", ss["Heading1"])]
-        for f in figures:
-            img = Image(str(f))
-            scale = min(1.0, width / img.imageWidth)
-            img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
-            story.append(
-                KeepTogether([img, Paragraph(_inline(f"Figure: {f.name}"), small), Spacer(1, 8)])
-            )
+    rest = [f for f in figures if f.stem not in placed]
+    if rest:
+        story += [PageBreak(), Paragraph("Other figures", ss["Heading1"])]
+        for f in rest:
+            add_figure(f, f"Figure: {f.name}")
 
     story += [PageBreak(), Paragraph("Limitations and threats to validity", ss["Heading1"])]
     story += [Paragraph("• " + _inline(x), body) for x in LIMITATIONS]

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sealedeval.publish import bloodpanel_md, golden_md, grounding_md
+from sealedeval.publish.figures import FigureSpec, specs, stem
 from sealedeval.publish.md import table
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -13,6 +14,19 @@ SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "bloodpanel": bloodpanel_md.render,
     "grounding": grounding_md.render,
 }
+
+
+def figure_refs(suite: str, figs: list[FigureSpec], number: dict[str, int]) -> list[str]:
+    """The suite's figures as Markdown images (SVG; the PNG lies beside it), each followed by its
+    numbered caption. report.pdf places the PNG wherever report.md references a figure."""
+    if not figs:
+        return []
+    out = [f"### {suite}: figures", ""]
+    for f in figs:
+        s = stem(suite, f)
+        n = number[s]
+        out += [f"![Figure {n}](figures/{s}.svg)", f"*Figure {n}. {f.caption}*", ""]
+    return out
 
 
 def render_report(result: Mapping[str, Any]) -> str:
@@ -66,10 +80,13 @@ def render_report(result: Mapping[str, Any]) -> str:
         "completed requests and with errors counted as failures.",
         "",
     ]
+    figs = specs(result)
+    number = {stem(suite, f): i for i, (suite, f) in enumerate(figs, start=1)}
     for name, s in result["suites"].items():
         render = SECTIONS.get(name)
         if render is not None:
             out += [render(s), ""]
+        out += figure_refs(name, [f for suite, f in figs if suite == name], number)
     out += ["## Engines", ""]
     out.append(
         table(

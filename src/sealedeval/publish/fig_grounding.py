@@ -1,0 +1,163 @@
+"""grounding figures: track A's M1/M2/M7 per condition and engine with item-clustered intervals,
+and one summary panel per B track (gap surfacing, assembly, disclosure, collaboration)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sealedeval.publish.figures import (
+    FigureSpec,
+    Point,
+    interval_bars,
+    new_figure,
+    no_data,
+    point,
+    register,
+    top_legend,
+    wilson_point,
+)
+from sealedeval.publish.grounding_md import _CONDITION_NAMES, _CONDITIONS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+_TRACK_A = (
+    ("m1", "M1: value = reference"),
+    ("m2", "M2: definition id + version"),
+    ("m7", "M7: answered with the competing rule"),
+)
+
+
+def _clustered(b: Mapping[str, Any] | None) -> Point | None:
+    if not b or not b.get("n_items"):
+        return None
+    return point(b.get("item_mean"), b.get("clustered_lo"), b.get("clustered_hi"))
+
+
+def _series_a(a: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(label, track_a) per engine and model role, primary first, as the report lists them."""
+    out = []
+    for eng, e in a["engines"].items():
+        roles = sorted(e["roles"].items(), key=lambda kv: (kv[0] != "primary", kv[0]))
+        for role, r in roles:
+            if r.get("track_a"):
+                out.append((eng if role == "primary" else f"{eng} ({role})", r["track_a"]))
+    return out
+
+
+def _conditions(series: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    present = {c for _, ta in series for c in ta}
+    return [c for c in _CONDITIONS if c in present]
+
+
+def _track_a(a: Mapping[str, Any]) -> Figure:
+    series = _series_a(a)
+    conds = _conditions(series)
+    fig = new_figure(7.2, 7.0)
+    axes = fig.subplots(len(_TRACK_A), 1, sharex=True)
+    groups = [c + "\n" + _CONDITION_NAMES[c].replace(" + ", " +\n") for c in conds]
+    for ax, (metric, title) in zip(axes, _TRACK_A, strict=True):
+        interval_bars(
+            ax,
+            groups,
+            [(lab, [_clustered(ta.get(c, {}).get(metric)) for c in conds]) for lab, ta in series],
+        )
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("item mean")
+        ax.set_title(title, fontsize="medium")
+    top_legend(axes[0], ncols=max(2, len(series)))
+    fig.suptitle(
+        "grounding track A: per condition and engine (95% intervals clustered by item)",
+        fontsize="medium",
+    )
+    return fig
+
+
+def _primaries(a: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    return [(eng, e["roles"]["primary"]) for eng, e in a["engines"].items()
+            if "primary" in e["roles"]]
+
+
+def _b_panel(
+    ax: Axes,
+    engines: Sequence[tuple[str, Mapping[str, Any]]],
+    track: str,
+    metrics: Sequence[tuple[str, str]],
+    title: str,
+    keep: Any = None,
+) -> None:
+    """One track's panel: groups = (engine, condition), one bar per metric (Wilson 95%)."""
+    groups, rows = [], []
+    for eng, role in engines:
+        for cond, block in sorted((role.get(track) or {}).items()):
+            if keep is None or keep(cond):
+                groups.append(f"{eng}: {cond}" if len(engines) > 1 else cond)
+                rows.append(block)
+    if not rows:
+        no_data(ax, f"{track} not run in this profile")
+        ax.set_xticks([])
+        ax.set_ylim(0, 1.05)
+    else:
+        interval_bars(
+            ax, groups, [(lab, [wilson_point(b.get(m)) for b in rows]) for m, lab in metrics],
+            rotate=True,
+        )
+        ax.set_ylim(0, 1.05)
+        top_legend(ax)
+    ax.set_title(title, fontsize="small")
+
+
+def _b_tracks(a: Mapping[str, Any]) -> Figure:
+    engines = _primaries(a)
+    fig = new_figure(8.0, 6.4)
+    (b1, b2), (b3, b4) = fig.subplots(2, 2)
+    _b_panel(b1, engines, "b1", (("gap_detected", "gap detected"), ("field_named", "field named"),
+                                 ("owner_named", "owner named"), ("false_alarm", "false alarm")),
+             "B1 gap surfacing")
+    _b_panel(b2, engines, "b2", (("correct", "answer accuracy"),), "B2 assembly",
+             keep=lambda stage: stage != "select")
+    _b_panel(b3, engines, "b3", (("precision", "precision"), ("recall", "recall"),
+                                 ("accuracy", "decisions"), ("critical_rate", "critical")),
+             "B3 disclosure control")
+    _b_panel(b4, engines, "b4", (("routing_correct", "routing"),
+                                 ("owner_behaviour_correct", "owner behaviour"),
+                                 ("record_well_formed", "record"),
+                                 ("final_correct", "final answer")),
+             "B4 collaborative completion")
+    for ax in (b1, b3):
+        ax.set_ylabel("rate (Wilson 95% CI)")
+    fig.suptitle("grounding track B: per condition (completed calls)", fontsize="medium")
+    return fig
+
+
+def _has_b(a: Mapping[str, Any]) -> bool:
+    return any(role.get(t) for _, role in _primaries(a) for t in ("b1", "b2", "b3", "b4"))
+
+
+@register("grounding")
+def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
+    a = section["analysis"]
+    out = []
+    if _series_a(a):
+        out.append(
+            FigureSpec(
+                "track_a",
+                "grounding track A: M1 (value equals the reference), M2 (definition id and "
+                "version named) and M7 (competing rule applied) per condition and engine; item "
+                "means with 95% intervals clustered by item, answerable items only.",
+                lambda: _track_a(a),
+            )
+        )
+    if _has_b(a):
+        out.append(
+            FigureSpec(
+                "track_b",
+                "grounding track B: B1 gap surfacing, B2 answer accuracy per assembly, B3 "
+                "disclosure precision/recall/decisions and critical disclosures, B4 routing "
+                "and final answers per ownership; call-level Wilson 95% intervals.",
+                lambda: _b_tracks(a),
+            )
+        )
+    return out
