@@ -49,55 +49,66 @@ from _server import Server  # noqa: E402
 # -- workloads ----------------------------------------------------------------------------
 
 
-def render(n: int, base_url: str, concurrency: int) -> tuple[Any, list[Any]]:
-    """The golden suite's real requests (prompt rendering, keys), repeated up to ``n``."""
+def prepare(n: int, base_url: str, concurrency: int) -> tuple[Any, Any, Any, list[Any], int]:
+    """Config, suite and items for about ``n`` golden requests (untimed: start-up work)."""
     from sealedeval.config import load_config
     from sealedeval.suites.base import get_suite
 
-    cfg = load_config(
-        REPO,
-        overrides={
-            "engines": {
-                "bench": {
-                    "kind": "openai_chat",
-                    "model": "bench-model",
-                    "base_url": base_url,
-                    "concurrency": concurrency,
-                    "max_retries": 0,
-                    "timeout_s": 30,
-                }
-            },
-            "suites": {"golden": {"engines": ["bench"], "repeats": 1}},
-        },
-    )
+    engines = {
+        "bench": {
+            "kind": "openai_chat",
+            "model": "bench-model",
+            "base_url": base_url,
+            "concurrency": concurrency,
+            "max_retries": 0,
+            "timeout_s": 30,
+        }
+    }
+
+    def config(repeats: int) -> Any:
+        golden = {"engines": ["bench"], "repeats": repeats}
+        return load_config(REPO, overrides={"engines": engines, "suites": {"golden": golden}})
+
     suite = get_suite("golden")
+    cfg = config(1)
     items = suite.generate(cfg, 1)
-    per = 2  # greedy + 1 sample per item at repeats=1
-    reps = max(1, -(-n // (len(items) * per)) - 1)
-    cfg = load_config(
-        REPO,
-        overrides={
-            **{k: cfg.data[k] for k in ("engines",)},
-            "suites": {"golden": {"engines": ["bench"], "repeats": reps}},
-        },
-    )
-    ecfg = cfg.engine("bench")
-    reqs = suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
-    return ecfg, reqs
+
+    def count(c: Any) -> int:
+        return len(suite.requests(c, items, c.engine("bench"), "bench-model", 1))
+
+    one, two = count(cfg), count(config(2))  # requests grow linearly in repeats
+    reps = max(1, -(-(n - (one - (two - one))) // (two - one)))
+    cfg = config(reps)
+    return cfg, suite, cfg.engine("bench"), items, n
 
 
-def sealed_path(base_url: str, n: int, conc: int, tmp: Path) -> float:
-    """calls/s for render → request → parse → raw Parquet append (the run stage's path)."""
+def render(n: int, base_url: str, concurrency: int) -> tuple[Any, list[Any]]:
+    """The golden suite's real requests (prompt rendering, keys), repeated up to ``n``."""
+    cfg, suite, ecfg, items, n = prepare(n, base_url, concurrency)
+    return ecfg, suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
+
+
+def sealed_path(
+    base_url: str, n: int, conc: int, tmp: Path, flush_rows: int = 16, max_rows: int = 8192
+) -> tuple[float, float]:
+    """(calls/s for render → request → parse → raw Parquet append, dispatch-only wall s).
+
+    Timed: rendering the requests (prompts, request keys), engine start, every call through
+    ``Dispatcher`` (retry wrapper, solver, row building, canonical JSON) and the store until
+    the last part is fsynced. Untimed: config load and item generation (start-up, measured by
+    the end-to-end figure). The store runs with ``sealedeval run``'s part policy.
+    """
     from sealedeval.engines.openai_chat import OpenAIChatEngine
     from sealedeval.run.dispatcher import Dispatcher, RunStats
     from sealedeval.seal.lock import SealState
     from sealedeval.store.raw import RawWriter
 
     out = tmp / f"raw-{time.monotonic_ns()}"
+    cfg, suite, ecfg, items, n = prepare(n, base_url, conc)
     t0 = time.perf_counter()
-    ecfg, reqs = render(n, base_url, conc)
+    reqs = suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
     engine = OpenAIChatEngine(ecfg)
-    writer = RawWriter(out, flush_rows=256)
+    writer = RawWriter(out, flush_rows=flush_rows, max_rows=max_rows)
     seal = SealState("golden", "0" * 64, "", False)
 
     async def go() -> RunStats:
@@ -109,13 +120,14 @@ def sealed_path(base_url: str, n: int, conc: int, tmp: Path) -> float:
         finally:
             await engine.close()
 
+    t1 = time.perf_counter()
     stats = asyncio.run(go())
     writer.close()
-    dt = time.perf_counter() - t0
+    t2 = time.perf_counter()
     assert stats.ok == len(reqs), stats.line()
     assert writer.rows_written == len(reqs)
     shutil.rmtree(out)
-    return len(reqs) / dt
+    return len(reqs) / (t2 - t0), t2 - t1
 
 
 def _bodies(base_url: str, n: int, conc: int) -> list[bytes]:
@@ -223,7 +235,7 @@ def end_to_end(base_url: str, n: int, conc: int, tmp: Path) -> tuple[float, floa
     from tests.conftest import make_project
 
     root = make_project(tmp / f"proj-{time.monotonic_ns()}")
-    reps = max(1, -(-n // 20) - 1)
+    reps = int(prepare(n, base_url, conc)[0].suite("golden")["repeats"])
     doc = {
         "engines": {"bench": {"kind": "openai_chat", "model": "bench-model",
                               "base_url": base_url, "concurrency": conc, "max_retries": 0}},
@@ -276,7 +288,7 @@ def main() -> int:
               f"n={a.n} concurrency={a.concurrency} reps={a.reps}", flush=True)
         bodies = _bodies(url, a.n, a.concurrency)
         runs: dict[str, Callable[[], float]] = {
-            "sealedeval": lambda: sealed_path(url, a.n, a.concurrency, tmp),
+            "sealedeval": lambda: sealed_path(url, a.n, a.concurrency, tmp)[0],
             "httpx": lambda: bare_httpx(url, bodies, a.concurrency, "default"),
             "aiohttp": lambda: bare_aiohttp(url, bodies, a.concurrency),
         }

@@ -75,19 +75,32 @@ def generate(root: Path, n: int, per_part: int, row_group: int) -> int:
     for start in range(0, len(reqs), per_part):
         chunk = reqs[start : start + per_part]
         cols: dict[str, list[object]] = {c: [] for c in RAW_SCHEMA.names}
-        for r in chunk:
+        for j, r in enumerate(chunk, start):
             text = p.suite.reference_answer(r)
             m = msg_cache.setdefault(id(r.messages), compact(list(r.messages)))
+            # As a real run stores them: a response body with its own id and usage, and
+            # per-row timestamps and latency (so no column is artificially constant).
+            ms = 100 + j % 900
+            t = f"2026-01-01T{j // 3_600_000 % 24:02d}:{j // 60_000 % 60:02d}:"
+            response = {
+                "id": f"chatcmpl-{j:012d}", "object": "chat.completion", "created": 1_767_225_600
+                + j // 1000, "model": ecfg.model, "choices": [{"index": 0, "message": {
+                    "role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100 + j % 37, "completion_tokens": 5 + j % 11,
+                          "total_tokens": 105 + j % 37 + j % 11},
+            }
             row = {
                 "request_key": r.request_key, "suite": "golden", "item_id": r.item_id,
                 "condition": r.condition, "repeat": r.repeat, "seed": r.seed, "engine": "bulk",
                 "engine_kind": "openai_chat", "model": ecfg.model, "engine_identity": ident,
                 "params": compact(r.params), "messages": m,
-                "response": compact({"choices": [{"message": {"content": text}}]}),
+                "response": compact(response),
                 "output_text": text, "trajectory": "[]", "finish_reason": "stop",
-                "engine_path": "primary", "tokens_in": 100, "tokens_out": 5, "cost_usd": 0.0,
-                "latency_s": 0.1, "started_at": "2026-01-01T00:00:00.000000Z",
-                "finished_at": "2026-01-01T00:00:00.100000Z", "attempts": 1, "status": "ok",
+                "engine_path": "primary", "tokens_in": 100 + j % 37, "tokens_out": 5 + j % 11,
+                "cost_usd": 0.0, "latency_s": ms / 1000,
+                "started_at": f"{t}{j // 1000 % 60:02d}.{j % 1000:03d}000Z",
+                "finished_at": f"{t}{j // 1000 % 60:02d}.{j % 1000:03d}{ms:03d}Z",
+                "attempts": 1, "status": "ok",
                 "error_kind": "", "error_message": "", "rubric_sha256": p.seal.rubric_sha256,
                 "seal_commit": p.seal.seal_commit, "sealed": p.seal.sealed,
                 "harness_version": __version__,

@@ -29,10 +29,10 @@ T = TypeVar("T")
 
 @pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs over both transports: httpx-aiohttp (the default) and plain httpx (the
+    """Every test runs over both clients: aiohttp (the default) and plain httpx (the
     fallback when it is missing). Their exceptions differ, and so must not the classification."""
     if request.param == "httpx":
-        monkeypatch.setattr(openai_chat, "_aiohttp_transport", lambda limits: None)
+        monkeypatch.setattr(openai_chat, "USE_AIOHTTP", False)
     return str(request.param)
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.fakes import FakeOpenAI
 
 from sealedeval import __version__
@@ -23,7 +25,7 @@ from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request
 from sealedeval.engines.openai_chat import OpenAIChatEngine
-from sealedeval.run.dispatcher import CallFn, Dispatcher, RunStats, SolveResult
+from sealedeval.run.dispatcher import CallFn, Dispatcher, RunStats, SolveResult, canonical_json
 from sealedeval.seal.lock import SealState
 from sealedeval.store.raw import RawWriter, latest_rows, raw_dir, raw_files, read_raw
 from sealedeval.store.schema import ERROR_KINDS, RAW_SCHEMA
@@ -425,3 +427,80 @@ def test_engine_error_kinds_known_to_schema() -> None:
     for kind in set(EXPECTED_KIND.values()):
         assert kind in ERROR_KINDS
         assert EngineError(kind, "x").kind == kind
+
+
+# -- the dispatcher's fast canonical JSON and the store's background writes -------------------
+
+_json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+)
+_json_tree = st.recursive(
+    _json_leaf,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=4),
+        st.tuples(kids, kids),
+        st.dictionaries(st.one_of(st.text(max_size=8), st.integers()), kids, max_size=4),
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_tree)
+def test_canonical_json_is_byte_identical_to_compact(obj: Any) -> None:
+    try:
+        expected = compact(obj)
+    except (TypeError, ValueError) as e:  # unsortable keys, a float rounding to inf: both refuse
+        with pytest.raises(type(e)):
+            canonical_json(obj)
+        return
+    assert canonical_json(obj) == expected
+
+
+def test_a_failed_background_write_stops_later_parts_and_surfaces_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    import sealedeval.store.raw as raw
+    from sealedeval.errors import UserError
+
+    real = raw.pq.write_table
+    calls = {"n": 0}
+
+    def write_table(table: Any, where: Any, **kw: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(table, where, **kw)
+
+    monkeypatch.setattr(raw.pq, "write_table", write_table)
+    d = raw_dir(tmp_path, "golden", "fake")
+    writer = RawWriter(d, flush_rows=2)
+    rows = [{c: None for c in RAW_SCHEMA.names} | {"request_key": f"k{i}"} for i in range(12)]
+    with pytest.raises(UserError, match="No space left on device"):
+        for r in rows:  # the failure shows up on a later append (or at the latest on flush)
+            writer.append(r)
+        writer.flush()
+    writer.close()  # already reported: closing does not raise it again
+    parts = sorted(d.glob("part-*.parquet"))
+    assert [pq.read_table(p).column("request_key").to_pylist() for p in parts] == [["k0", "k1"]]
+    assert not list(d.glob(".*.tmp"))
+
+
+def test_part_size_doubles_up_to_max_rows(tmp_path: Path) -> None:
+    d = raw_dir(tmp_path, "golden", "fake")
+    writer = RawWriter(d, flush_rows=2, max_rows=8, flush_s=3600)
+    for i in range(30):
+        writer.append({c: None for c in RAW_SCHEMA.names} | {"request_key": f"k{i:02d}"})
+    writer.close()
+    parts = sorted(d.glob("part-*.parquet"))  # names carry a sequence number: write order
+    sizes = [pq.read_metadata(p).num_rows for p in parts]
+    assert sizes == [2, 4, 8, 8, 8]
+    keys = [k for p in parts for k in pq.read_table(p).column("request_key").to_pylist()]
+    assert keys == [f"k{i:02d}" for i in range(30)]  # in order, none lost or doubled

@@ -1,30 +1,39 @@
-"""Any OpenAI-compatible ``/v1/chat/completions`` endpoint, over httpx.
+"""Any OpenAI-compatible ``/v1/chat/completions`` endpoint, over aiohttp (httpx as fallback).
 
 Errors are classified so the dispatcher can retry what is transient and record what is not:
 429 → rate_limit (with Retry-After), 5xx → server, client/read timeouts → timeout, refused or reset
 connections → connection, a 200 whose body is not a chat completion (HTML error pages, broken
 JSON, no choices) → malformed, ``finish_reason == "length"`` → truncated.
 
-The client keeps httpx's API but, when ``httpx-aiohttp`` is installed, sends through aiohttp's
-transport: httpx's own pool costs several times more CPU per call at high concurrency (measured
-in ``benchmarks/dispatch.py``), which on a small machine caps calls/s below what a fast local
-server answers. aiohttp errors arrive mapped to httpx exceptions; the mapping calls a dropped
-connection a ``ConnectTimeout``, so ``_classify`` looks at the cause to keep ``connection``.
+Why aiohttp directly: on a small machine the HTTP client's per-call CPU caps calls/s against a
+fast local server. Measured with ``benchmarks/dispatch.py`` (2 cores, 10,000 calls, 64
+concurrent): bare aiohttp answers about 3× more calls/s than httpx with the ``httpx-aiohttp``
+transport, and about 4× more than plain httpx, whose pool also opens too few connections at
+high concurrency (encode/httpx#3215). httpx's request/response objects cost more than aiohttp's
+whole round trip, so keeping httpx's API on aiohttp's transport does not close the gap. Plain
+httpx stays as the fallback when aiohttp is not importable (``USE_AIOHTTP``), and both paths
+classify every failure the same way (``tests/engines`` runs each test over both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any
-
-import httpx
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
 
+if TYPE_CHECKING:
+    import aiohttp
+    import httpx
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+# Set False to send through plain httpx (the tests do, to cover the fallback).
+USE_AIOHTTP = True
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP-date); None when absent or unusable."""
     value = headers.get("retry-after")
     if value is None:
         return None
@@ -41,33 +50,45 @@ def _retry_after(headers: httpx.Headers) -> float | None:
             return None
 
 
-def _aiohttp_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+def _have_aiohttp() -> bool:
+    if not USE_AIOHTTP:
+        return False
     try:
-        from httpx_aiohttp import AiohttpTransport
+        import aiohttp  # noqa: F401
     except ImportError:  # optional speed-up; plain httpx is correct, only slower
-        return None
-    return AiohttpTransport(limits=limits)
+        return False
+    return True
 
 
-def _classify(e: Exception, timeout_s: float) -> EngineError:
-    """A transport failure → ``timeout`` or ``connection`` (whatever library raised it)."""
-    cause = e.__cause__ if isinstance(e, httpx.HTTPError) and e.__cause__ is not None else e
-    # httpx's own timeouts wrap httpcore's (not TimeoutError subclasses); httpx-aiohttp wraps
-    # a dropped connection in ConnectTimeout too, so an aiohttp non-timeout cause is a connection.
-    is_timeout = isinstance(cause, TimeoutError | asyncio.TimeoutError) or (
-        isinstance(e, httpx.TimeoutException) and not _is_aiohttp_error(cause)
-    )
+def _classify(e: BaseException, timeout_s: float) -> EngineError:
+    """A transport failure → ``timeout`` or ``connection`` (whichever library raised it).
+
+    aiohttp's read timeouts subclass ``TimeoutError``; httpx's own timeouts wrap httpcore's and
+    are ``httpx.TimeoutException``. Everything else that broke the exchange (refused, reset,
+    a garbled response) is ``connection``.
+    """
+    cause = e.__cause__ if e.__cause__ is not None and not isinstance(e, TimeoutError) else e
+    is_timeout = isinstance(e, TimeoutError) or isinstance(cause, TimeoutError)
+    if not is_timeout:
+        import sys
+
+        httpx_mod = sys.modules.get("httpx")
+        is_timeout = httpx_mod is not None and isinstance(e, httpx_mod.TimeoutException)
     if is_timeout:
         return EngineError("timeout", f"{type(cause).__name__} after {timeout_s}s")
     return EngineError("connection", f"{type(cause).__name__}: {cause}")
 
 
-def _is_aiohttp_error(e: BaseException) -> bool:
-    try:
-        import aiohttp
-    except ImportError:
-        return False
-    return isinstance(e, aiohttp.ClientError)
+class _Reply(NamedTuple):
+    """What the engine needs of an HTTP response, whichever client fetched it."""
+
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
 
 
 def parse_completion(body: Any) -> Completion:
@@ -105,7 +126,10 @@ class OpenAIChatEngine:
     def __init__(self, config: EngineConfig, **_: Any) -> None:
         self.config = config
         self.base_url = config.base_url.rstrip("/")
+        self._url = self.base_url + "/chat/completions"
+        self._session: aiohttp.ClientSession | None = None
         self._client: httpx.AsyncClient | None = None
+        self._transport_errors: tuple[type[BaseException], ...] = (TimeoutError, OSError)
 
     @property
     def model(self) -> str:
@@ -119,19 +143,37 @@ class OpenAIChatEngine:
         key = self.config.api_key()
         if key:
             headers["authorization"] = f"Bearer {key}"
-        limits = httpx.Limits(
-            max_connections=self.config.concurrency,
-            max_keepalive_connections=self.config.concurrency,
-        )
+        t = self.config.timeout_s
+        conc = self.config.concurrency
+        if _have_aiohttp():
+            import aiohttp
+
+            self._transport_errors = (TimeoutError, aiohttp.ClientError, OSError)
+            # sock_read/sock_connect match httpx's per-operation read/connect timeouts (a long
+            # generation is fine as long as bytes keep coming); ``connect`` also bounds the wait
+            # for a pooled connection, like httpx's pool timeout.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=conc, limit_per_host=0),
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=t, sock_connect=min(10.0, t), sock_read=t
+                ),
+                auto_decompress=True,
+            )
+            return
+        import httpx
+
+        limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
         self._client = httpx.AsyncClient(
-            base_url=self.base_url,
             headers=headers,
-            timeout=httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s)),
+            timeout=httpx.Timeout(t, connect=min(10.0, t)),
             limits=limits,
-            transport=_aiohttp_transport(limits),
         )
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -143,37 +185,51 @@ class OpenAIChatEngine:
             body["tools"] = list(request.tools)
         return body
 
-    async def complete(self, request: Request) -> Completion:
-        if self._client is None:
-            await self.start()
+    async def _post(self, data: bytes) -> _Reply:
+        """One POST; transport failures are classified here, HTTP statuses by the caller."""
+        if self._session is not None:
+            try:
+                async with self._session.post(self._url, data=data) as r:
+                    return _Reply(r.status, r.headers, await r.read())
+            except self._transport_errors as e:
+                raise _classify(e, self.config.timeout_s) from e
+        import httpx
+
         assert self._client is not None
         try:
-            resp = await self._client.post("/chat/completions", json=self.payload(request))
-        except (TimeoutError, httpx.TransportError, httpx.RemoteProtocolError) as e:
+            resp = await self._client.post(self._url, content=data)
+        except (TimeoutError, httpx.TransportError) as e:
             raise _classify(e, self.config.timeout_s) from e
-        except Exception as e:
-            if _is_aiohttp_error(e):  # not in httpx-aiohttp's map (e.g. a garbled response)
-                raise _classify(e, self.config.timeout_s) from e
-            raise
-        if resp.status_code == 429:
+        return _Reply(resp.status_code, resp.headers, resp.content)
+
+    async def complete(self, request: Request) -> Completion:
+        if self._session is None and self._client is None:
+            await self.start()
+        # The same compact encoding httpx's ``json=`` sends.
+        data = json.dumps(
+            self.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        resp = await self._post(data)
+        status = resp.status
+        if status == 429:
             raise EngineError(
                 "rate_limit",
                 "HTTP 429",
                 retry_after=_retry_after(resp.headers),
                 response={"status": 429, "text": resp.text[:2000]},
             )
-        if resp.status_code >= 500:
+        if status >= 500:
             raise EngineError(
                 "server",
-                f"HTTP {resp.status_code}",
+                f"HTTP {status}",
                 retry_after=_retry_after(resp.headers),
-                response={"status": resp.status_code, "text": resp.text[:2000]},
+                response={"status": status, "text": resp.text[:2000]},
             )
-        if resp.status_code >= 400:
+        if status >= 400:
             raise EngineError(
                 "refused",
-                f"HTTP {resp.status_code}: {resp.text[:200]}",
-                response={"status": resp.status_code, "text": resp.text[:2000]},
+                f"HTTP {status}: {resp.text[:200]}",
+                response={"status": status, "text": resp.text[:2000]},
             )
         try:
             body = json.loads(resp.content)

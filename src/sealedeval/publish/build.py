@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import platform
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from sealedeval import __version__
 from sealedeval.canonical import dumps
@@ -21,7 +26,7 @@ from sealedeval.fsutil import sha256_file
 from sealedeval.graders.stage import grade, latest_suite_rows
 from sealedeval.run.runner import suite_seed
 from sealedeval.seal import lock
-from sealedeval.store.raw import raw_files, read_raw
+from sealedeval.store.raw import all_true, part_rows, raw_files
 from sealedeval.suites.base import get_suite
 
 RESULT = Path("results/result.json")
@@ -33,7 +38,7 @@ _VERSIONED = ("numpy", "pyarrow", "httpx")
 class SuiteBuild:
     name: str
     items: list[dict[str, Any]]
-    rows: list[dict[str, Any]]
+    rows: Sequence[Mapping[str, Any]]
     graded: list[dict[str, Any]]
     analysis: dict[str, Any]
 
@@ -51,13 +56,17 @@ def versions() -> dict[str, str]:
 def manifest(root: Path) -> list[dict[str, Any]]:
     out = []
     for f in raw_files(root):
-        rows = read_raw([f]).num_rows
+        rows = part_rows(f)  # from the footer: reading every part's data here cost minutes
         out.append({"path": f.relative_to(root).as_posix(), "sha256": sha256_file(f), "rows": rows})
     return out
 
 
-def _rubric_hash(rows: list[dict[str, Any]]) -> str:
-    hashes = sorted({r["rubric_sha256"] for r in rows})
+def _rubric_hash(rows: Iterable[Mapping[str, Any]]) -> str:
+    return _hash_label({r["rubric_sha256"] for r in rows})
+
+
+def _hash_label(distinct: set[str]) -> str:
+    hashes = sorted(distinct)
     return hashes[0] if len(hashes) == 1 else ("mixed:" + ",".join(h[:12] for h in hashes))
 
 
@@ -72,14 +81,38 @@ def build_suite(cfg: Config, name: str) -> SuiteBuild:
     return SuiteBuild(name, items, rows, graded, suite.analyze(cfg, items, graded, rows))
 
 
-def suite_seal(cfg: Config, name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass
+class _Attempts:
+    rows_by_engine: Counter[str]
+    rubric_hashes: set[str]
+    seal_commits: set[str]
+    all_sealed: bool
+
+
+def _attempt_summary(files: list[Path]) -> _Attempts:
+    """Seal facts over every attempt row (not only the latest per key), column by column in
+    Arrow, one part at a time: no per-row Python objects for a million rows."""
+    out = _Attempts(Counter(), set(), set(), True)
+    cols = ["engine", "sealed", "seal_commit", "rubric_sha256"]
+    for f in files:
+        try:
+            t = pq.read_table(f, columns=cols)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UserError(f"{f}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+        if t.num_rows == 0:
+            continue
+        for v in pc.value_counts(t.column("engine")).to_pylist():
+            out.rows_by_engine[v["values"]] += v["counts"]
+        out.rubric_hashes.update(pc.unique(t.column("rubric_sha256")).to_pylist())
+        out.seal_commits.update(pc.unique(t.column("seal_commit")).to_pylist())
+        out.all_sealed = out.all_sealed and all_true(t.column("sealed"))
+    return out
+
+
+def suite_seal(cfg: Config, name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What the rows say about their seal, and the planned-vs-present request count."""
     suite = get_suite(name)
-    all_rows = (
-        read_raw(raw_files(cfg.root, name))
-        .select(["request_key", "engine", "status", "sealed", "seal_commit", "rubric_sha256"])
-        .to_pylist()
-    )
+    attempts = _attempt_summary(raw_files(cfg.root, name))
     by_engine: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows:
         by_engine[r["engine"]][r["status"]] += 1
@@ -103,13 +136,13 @@ def suite_seal(cfg: Config, name: str, rows: list[dict[str, Any]]) -> dict[str, 
             "error": c["error"],
             "refused": c["refused"],
             "missing": planned_missing,
-            "attempt_rows": sum(1 for r in all_rows if r["engine"] == eng),
+            "attempt_rows": attempts.rows_by_engine.get(eng, 0),
             "complete": c["error"] == 0 and c["refused"] == 0 and planned_missing == 0,
         }
-    sealed = all(r["sealed"] for r in all_rows)
+    sealed = attempts.all_sealed
     return {
-        "rubric_sha256": _rubric_hash(all_rows),
-        "seal_commits": sorted({r["seal_commit"] for r in all_rows if r["seal_commit"]}),
+        "rubric_sha256": _hash_label(attempts.rubric_hashes),
+        "seal_commits": sorted(c for c in attempts.seal_commits if c),
         "pre_registered": sealed,
         "status": "pre-registered" if sealed else "not pre-registered",
         "counts": counts,

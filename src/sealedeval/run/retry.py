@@ -48,7 +48,7 @@ async def with_retries(
     attempts: Attempts,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
-    rng = random.Random(seed)
+    rng: random.Random | None = None  # seeded on the first retry: most calls never need it
     tries = 0  # per call: ``attempts`` is shared by every call a solver makes for one row
     while True:
         tries += 1
@@ -58,4 +58,6 @@ async def with_retries(
         except EngineError as e:
             if not e.retryable or tries > policy.max_retries:
                 raise
+            if rng is None:
+                rng = random.Random(seed)
             await sleep(policy.delay(tries, rng, e.retry_after))

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+import pyarrow.compute as pc
 
 from sealedeval.canonical import dumps
 from sealedeval.config import Config
@@ -24,7 +26,16 @@ from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.run.dispatcher import Dispatcher, RunStats
 from sealedeval.seal import lock
-from sealedeval.store.raw import RawWriter, latest_rows, raw_dir, raw_files, read_raw
+from sealedeval.store.raw import (
+    RawRecord,
+    RawWriter,
+    all_true,
+    iter_raw,
+    latest_rows,
+    raw_dir,
+    raw_files,
+    read_raw,
+)
 from sealedeval.suites.base import Suite, derive_seed, get_suite
 
 MARKER = "_run.json"
@@ -52,24 +63,29 @@ def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
 
 
 def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[str]:
-    """Keys already answered ok under this very seal state; refuse to mix seal states."""
+    """Keys already answered ok under this very seal state; refuse to mix seal states.
+
+    Column-wise in Arrow (no per-row Python objects): this scan is part of every run's
+    start-up, and a resumed run may sit on a million rows.
+    """
     files = [f for f in raw_files(root, suite) if f.parent.name == engine]
     if not files:
         return set()
-    t = read_raw(files).select(["request_key", "status", "rubric_sha256", "sealed"]).to_pylist()
+    t = read_raw(files).select(["request_key", "status", "rubric_sha256", "sealed"])
     where = raw_dir(root, suite, engine)
-    other = {r["rubric_sha256"] for r in t} - {seal.rubric_sha256}
+    other = set(pc.unique(t.column("rubric_sha256")).to_pylist()) - {seal.rubric_sha256}
     if other:
         raise UserError(
             f"{where}: holds rows under another rubric hash ({sorted(other)[0][:12]}…); "
             "move them aside before running under the new seal"
         )
-    if seal.sealed and not all(r["sealed"] for r in t):
+    if seal.sealed and not all_true(t.column("sealed")):
         raise UserError(
             f"{where}: holds rows run with --unsealed; a sealed run cannot reuse them "
             "(move them aside)"
         )
-    return {r["request_key"] for r in t if r["status"] == "ok"}
+    ok = t.filter(pc.equal(t.column("status"), "ok")).column("request_key")
+    return set(ok.to_pylist())
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -109,6 +125,7 @@ def run_suite(
     unsealed: bool = False,
     progress: bool = True,
     flush_rows: int = 16,
+    max_part_rows: int = 8192,
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
 ) -> RunStats:
@@ -127,7 +144,8 @@ def run_suite(
     done = _existing(cfg.root, suite_name, engine_name, p.seal)
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
-    writer = RawWriter(out_dir, flush_rows=flush_rows)
+    # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
+    writer = RawWriter(out_dir, flush_rows=flush_rows, max_rows=max_part_rows)
 
     def followups() -> list[Request]:
         """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
@@ -174,14 +192,14 @@ def run_suite(
     return stats
 
 
-def engine_rows(root: Path, suite: str, engine: str) -> list[dict[str, Any]]:
+def engine_rows(root: Path, suite: str, engine: str) -> list[RawRecord]:
     """The latest row per key of one engine's raw runs."""
     files = [f for f in raw_files(root, suite) if f.parent.name == engine]
-    return list(latest_rows(read_raw(files).to_pylist()).values()) if files else []
+    return list(latest_rows(iter_raw(files)).values())
 
 
 def followup_requests(
-    p: Plan, cfg: Config, ecfg: Any, model: str, rows: list[dict[str, Any]]
+    p: Plan, cfg: Config, ecfg: Any, model: str, rows: Sequence[Mapping[str, Any]]
 ) -> list[Request]:
     """A suite's optional second phase (``followup_requests``), else nothing."""
     follow = getattr(p.suite, "followup_requests", None)

@@ -4,19 +4,28 @@ Rows are buffered and flushed as whole Parquet parts written to a temp file, fsy
 a crash (even kill -9) loses at most the unflushed buffer, never corrupts a part, and resume
 re-requests exactly what is missing. Parts are never rewritten; a retried key appends a new row,
 and readers take the latest row per key, preferring ``ok`` (an ok answer is final).
+
+Parts are written on one background thread, in order: a Parquet encode plus two fsyncs can take
+tens of milliseconds on a busy disk, and done on the event loop they stalled every in-flight
+call (the latency-bound benchmark lost ~2× to it). A failed write is reported on the next
+``append``/``flush``/``close`` and no later part is written after it, so the committed parts are
+always a prefix of the runs' rows in flush order.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sealedeval.errors import UserError
@@ -41,23 +50,39 @@ def raw_files(root: Path, suite: str | None = None) -> list[Path]:
 
 
 class RawWriter:
-    """Buffer rows and flush them as atomic Parquet parts.
+    """Buffer rows and flush them as atomic Parquet parts (on a background thread).
 
-    ``flush_rows`` and ``flush_s`` bound the loss on a hard kill; small parts are fine because
-    readers stream them, and ``sealedeval compact`` is not needed for correctness.
+    A part is cut every ``flush_rows`` rows, or after ``flush_s`` seconds with anything
+    buffered; together they bound what a hard kill loses. With ``max_rows`` set, the row
+    threshold doubles after each part up to ``max_rows``: a short run still gets small parts
+    early (resume after a kill loses little), while a long fast run ends up with parts of
+    thousands of rows instead of thousands of 16-row parts, which cost a write and two fsyncs
+    each and slow every later reader (``benchmarks/dispatch.py``, ``benchmarks/scale.py``).
     """
 
     def __init__(
-        self, directory: Path, *, flush_rows: int = 64, flush_s: float = 2.0, run_id: str = ""
+        self,
+        directory: Path,
+        *,
+        flush_rows: int = 64,
+        flush_s: float = 2.0,
+        max_rows: int | None = None,
+        run_id: str = "",
     ) -> None:
         self.directory = directory
         self.flush_rows = flush_rows
         self.flush_s = flush_s
+        self.max_rows = max_rows
         self.run_id = run_id or uuid.uuid4().hex[:12]
+        self._target = flush_rows
         self._buf: list[dict[str, Any]] = []
         self._last = time.monotonic()
         self._seq = 0
-        self._failed = False  # after a failed write (disk full) rows are dropped, not retried
+        # After a failed write (disk full) rows are dropped, not retried: resume re-asks them.
+        self._failed = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
+        self._lock = threading.Lock()
         self.rows_written = 0
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -67,44 +92,84 @@ class RawWriter:
             raise UserError(f"{directory}: raw-run directory is not writable")
 
     def add(self, row: RawRow) -> None:
-        if self._failed:  # the run is failing with one error already; resume re-asks these
-            return
         # Every raw field is a scalar, so a shallow read equals ``row.to_dict()`` (which goes
         # through ``dataclasses.asdict``'s deep copy: ~40% of the per-row cost, measured).
-        self._buf.append({c: getattr(row, c) for c in _COLUMNS})
-        if len(self._buf) >= self.flush_rows or time.monotonic() - self._last >= self.flush_s:
-            self.flush()
+        self.append({c: getattr(row, c) for c in _COLUMNS})
 
-    def flush(self) -> None:
+    def append(self, row: dict[str, Any]) -> None:
+        """Buffer one row given as a dict with exactly RAW_SCHEMA's columns."""
+        if self._failed:  # the run is failing with one error already; resume re-asks these
+            return
+        if self._pending and self._pending[0].done():
+            self._reap()
+        self._buf.append(row)
+        if len(self._buf) >= self._target or time.monotonic() - self._last >= self.flush_s:
+            self._submit()
+
+    def _reap(self) -> None:
+        """Drop finished writes; re-raise the first failure (once) in the caller's thread."""
+        while self._pending and self._pending[0].done():
+            self._pending.pop(0).result()
+
+    def _submit(self) -> None:
+        self._last = time.monotonic()
         if self._failed:
             self._buf = []
         if not self._buf:
-            self._last = time.monotonic()
             return
-        table = pa.Table.from_pylist(self._buf, schema=RAW_SCHEMA)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        name = f"part-{stamp}-{self.run_id}-{self._seq:05d}.parquet"
+        rows, self._buf = self._buf, []
+        if self.max_rows is not None:
+            self._target = min(self._target * 2, max(self.max_rows, self.flush_rows))
+        name = f"part-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{self.run_id}-{self._seq:05d}"
+        self._seq += 1
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="raw-writer")
+        self._pending.append(self._pool.submit(self._write, rows, name + ".parquet"))
+
+    def _write(self, rows: list[dict[str, Any]], name: str) -> None:
+        if self._failed:  # an earlier part failed: later ones must not land after the gap
+            return
+        table = pa.Table.from_pylist(rows, schema=RAW_SCHEMA)
         try:
             with atomic_path(self.directory / name) as tmp:
                 pq.write_table(table, tmp, compression="zstd")
         except UserError:  # atomic_path's one-line error; the temp part is already removed
-            self._failed, self._buf = True, []
+            self._failed = True
             raise
         except OSError as e:  # the temp part is gone (atomic_path); committed parts are intact
+            self._failed = True
             if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
-                self._failed, self._buf = True, []  # unwritten rows are re-requested on resume
                 raise UserError(
                     f"{self.directory}: cannot write raw-run part ({os.strerror(e.errno)}); "
                     "rows already stored are intact, free space and rerun to resume"
                 ) from e
             raise
-        self._seq += 1
-        self.rows_written += len(self._buf)
-        self._buf = []
-        self._last = time.monotonic()
+        except BaseException:
+            self._failed = True
+            raise
+        with self._lock:
+            self.rows_written += len(rows)
+
+    def flush(self) -> None:
+        """Write everything buffered and wait until it is on disk (or raise why not)."""
+        self._submit()
+        pending, self._pending = self._pending, []
+        first: BaseException | None = None
+        for f in pending:
+            try:
+                f.result()
+            except BaseException as e:  # keep waiting: no write may outlive this call
+                first = first or e
+        if first is not None:
+            raise first
 
     def close(self) -> None:
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
 
 
 def read_raw(paths: Sequence[Path]) -> pa.Table:
@@ -121,13 +186,100 @@ def read_raw(paths: Sequence[Path]) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def _rank(row: dict[str, Any]) -> tuple[int, str, str]:
+_INDEX = {c: i for i, c in enumerate(_COLUMNS)}
+_STRINGS = [f.name for f in RAW_SCHEMA if pa.types.is_string(f.type)]
+
+
+class RawRecord(Mapping[str, Any]):
+    """One raw row, read-only: a Mapping over a tuple in RAW_SCHEMA order.
+
+    Publishing a million rows as dicts took ~1.2 KB each before any grading; a slotted object
+    over a tuple is ~0.35 KB, and the reader below shares every repeated string (model,
+    condition, messages, identical answers) between rows instead of copying it per row.
+    """
+
+    __slots__ = ("_v",)
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self._v = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._v[_INDEX[key]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = _INDEX.get(key)
+        return default if i is None else self._v[i]
+
+    def __contains__(self, key: object) -> bool:
+        return key in _INDEX
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(_COLUMNS)
+
+    def __repr__(self) -> str:
+        return f"RawRecord({dict(zip(_COLUMNS, self._v, strict=True))!r})"
+
+
+def _pylist(arr: pa.Array | pa.ChunkedArray, pool: dict[Any, Any]) -> list[Any]:
+    """Column → Python values; dictionary-encoded strings come out as shared objects."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if isinstance(arr, pa.DictionaryArray) and arr.null_count == 0:
+        uniq = [pool.setdefault(v, v) for v in arr.dictionary.to_pylist()]
+        return [uniq[i] for i in arr.indices.to_pylist()]
+    values: list[Any] = arr.to_pylist()
+    return values
+
+
+def iter_raw(paths: Sequence[Path], *, batch_rows: int = 65_536) -> Iterator[RawRecord]:
+    """Rows of the parts in order (file by file, row by row), one batch in memory at a time.
+
+    A part that is not valid Parquet, or lacks a raw column, is a one-line user error.
+    """
+    pools: list[dict[Any, Any]] = [{} for _ in _COLUMNS]
+    for p in paths:
+        try:
+            pf = pq.ParquetFile(p, read_dictionary=_STRINGS)
+            missing = set(_COLUMNS) - set(pf.schema_arrow.names)
+            if missing:
+                raise UserError(
+                    f"{p}: corrupt raw-run part (no column {sorted(missing)[0]!r})"
+                )
+            batches = pf.iter_batches(batch_size=batch_rows, columns=list(_COLUMNS))
+            for batch in batches:
+                cols = [_pylist(batch.column(c), pools[i]) for i, c in enumerate(_COLUMNS)]
+                for values in zip(*cols, strict=True):
+                    yield RawRecord(values)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UserError(f"{p}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+
+
+def all_true(col: pa.Array | pa.ChunkedArray) -> bool:
+    """Like ``all(values)`` over a boolean column: null counts as false, empty is true."""
+    return bool(pc.all(pc.fill_null(col, False), min_count=0).as_py())
+
+
+def part_rows(path: Path) -> int:
+    """Row count from the part's footer (no data read); unreadable → one-line user error."""
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise UserError(f"{path}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
+
+
+def _rank(row: Mapping[str, Any]) -> tuple[int, str, str]:
     return (1 if row["status"] == "ok" else 0, row["finished_at"], row["request_key"])
 
 
-def latest_rows(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def latest_rows(rows: Iterable[Row]) -> dict[str, Row]:
     """One row per request key: the ok one if any (first ok wins), else the latest attempt."""
-    best: dict[str, dict[str, Any]] = {}
+    best: dict[str, Row] = {}
     for r in rows:
         k = r["request_key"]
         cur = best.get(k)
