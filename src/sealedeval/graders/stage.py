@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import pyarrow.parquet as pq
 
 from sealedeval.config import Config
 from sealedeval.fsutil import atomic_path
-from sealedeval.store.raw import RawRecord, iter_raw, latest_rows, raw_files
+from sealedeval.store.raw import latest_rows, raw_files, read_raw
 from sealedeval.suites.base import Suite
 
 GRADED_SCHEMA = pa.schema(
@@ -32,18 +31,16 @@ GRADED_SCHEMA = pa.schema(
 )
 
 
-def latest_suite_rows(root: Path, suite: str) -> list[RawRecord]:
-    """One row per request key, in a canonical order (so everything downstream is stable).
-
-    Streamed part by part: superseded attempts are dropped as they are read, and the rows kept
-    are compact read-only records (``RawRecord``), not dicts — a million rows fit in memory.
-    """
-    best = latest_rows(iter_raw(raw_files(root, suite)))
+def latest_suite_rows(root: Path, suite: str) -> list[dict[str, Any]]:
+    """One row per request key, in a canonical order (so everything downstream is stable)."""
+    files = raw_files(root, suite)
+    rows = read_raw(files).to_pylist()
+    best = latest_rows(rows)
     return sorted(best.values(), key=lambda r: (r["engine"], r["request_key"]))
 
 
 def grade(
-    cfg: Config, suite: Suite, items: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]]
+    cfg: Config, suite: Suite, items: list[dict[str, Any]], rows: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     graded = suite.grade(cfg, items, rows)
     return sorted(graded, key=lambda g: (g["engine"], g["request_key"], g["grader"]))

@@ -301,3 +301,14 @@ def ok_keys(root: Path, suite: str, engine: str) -> set[str]:
     keys = t.column("request_key").to_pylist()
     st = t.column("status").to_pylist()
     return {k for k, s in zip(keys, st, strict=True) if s == "ok"}
+
+
+def latest_records(paths: Sequence[Path]) -> list[RawRecord]:
+    """One row per request key, in a canonical order (so everything downstream is stable).
+
+    The same rows as ``latest_rows(read_raw(paths).to_pylist())`` sorted by (engine, key), but
+    streamed part by part: superseded attempts are dropped as they are read, and the rows kept
+    are compact read-only ``RawRecord``s, not dicts — a million rows fit in memory.
+    """
+    best = latest_rows(iter_raw(paths))
+    return sorted(best.values(), key=lambda r: (r["engine"], r["request_key"]))
