@@ -15,8 +15,10 @@ cluster runs, that path is a symlink to the generated file, removed on ``stop()`
 config already there is never touched (``unavailable()`` names it and the test skips).
 
 ``stop()`` cancels the jobs, ends the daemons it started, then ends the processes they left
-(job steps and job processes: those whose environment carries this cluster's ``SLURM_CONF``),
-so a failed run leaves nothing behind; ``leftovers()`` lists any such process.
+(job processes carry this cluster's ``SLURM_CONF``, job steps hold its slurmd log open), so a
+failed run leaves nothing behind; ``leftovers()`` lists any such process. If the test process
+is killed outright, the daemons die with it; the link and the job processes it leaves are
+cleared by the next ``start()`` (the generated config is marked, so a site config never is).
 
 Needs root and ``apt-get install -y slurm-wlm munge``; ``unavailable()`` says why not.
 """
@@ -38,7 +40,26 @@ import psutil
 BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "srun", "scancel",
             "scontrol")
 SITE_CONF = Path("/etc/slurm/slurm.conf")
+MARKER = "# sealedeval throwaway test cluster (tests/scale/slurm_cluster.py)"
 _PR_SET_PDEATHSIG = 1
+
+
+def _stale_cluster() -> SlurmCluster | None:
+    """The cluster behind a ``SITE_CONF`` link left by a test process that was killed (its
+    daemons died with it): the link dangles, or points at a generated config whose slurmctld
+    is gone. None for a site config or a test cluster that is still running."""
+    if not SITE_CONF.is_symlink():
+        return None
+    target = Path(os.readlink(SITE_CONF))
+    old = SlurmCluster(target.parent)
+    if target.exists():
+        if not target.read_text(errors="replace").startswith(MARKER):
+            return None
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            pid = int((target.parent / "slurmctld.pid").read_text())
+            if psutil.Process(pid).name() == "slurmctld":
+                return None
+    return old
 
 
 def unavailable() -> str | None:
@@ -49,7 +70,7 @@ def unavailable() -> str | None:
                 "apt-get install -y slurm-wlm munge")
     if os.geteuid() != 0:
         return "starting slurmd needs root"
-    if SITE_CONF.exists() or SITE_CONF.is_symlink():
+    if (SITE_CONF.exists() or SITE_CONF.is_symlink()) and _stale_cluster() is None:
         return f"{SITE_CONF} exists: not starting a test cluster over a site config"
     return None
 
@@ -92,6 +113,7 @@ class SlurmCluster:
         self.conf.write_text(
             "\n".join(
                 [
+                    MARKER,
                     "ClusterName=sealedeval",
                     f"SlurmctldHost={self.host}(127.0.0.1)",
                     "SlurmUser=root",
@@ -155,6 +177,10 @@ class SlurmCluster:
         if why:
             raise RuntimeError(why)
         self.write_conf()
+        stale = _stale_cluster()
+        if stale is not None:  # a killed test run's link and job processes: clear them first
+            stale.reap()
+            SITE_CONF.unlink()
         try:
             SITE_CONF.parent.mkdir(parents=True, exist_ok=True)
             SITE_CONF.symlink_to(self.conf)
@@ -230,6 +256,13 @@ class SlurmCluster:
                     p.kill()
                     p.wait()
         self.procs.clear()
+        self.reap()
+        if self._linked is not None:
+            self._linked.unlink(missing_ok=True)
+            self._linked = None
+
+    def reap(self) -> None:
+        """End every process left for this cluster (``leftovers``): TERM, then KILL."""
         rest = self.leftovers()
         for p in rest:
             with contextlib.suppress(psutil.Error):
@@ -239,9 +272,6 @@ class SlurmCluster:
             with contextlib.suppress(psutil.Error):
                 p.kill()
         psutil.wait_procs(alive, timeout=5)
-        if self._linked is not None:
-            self._linked.unlink(missing_ok=True)
-            self._linked = None
 
     def __enter__(self) -> SlurmCluster:
         return self.start()

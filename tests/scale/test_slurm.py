@@ -12,7 +12,8 @@ sealed project made before any run; the same profile runs locally in the origina
 * result.json is byte-identical except for what measures the wall clock: the raw-part
   manifest (part names carry a time stamp and a run id, part hashes the rows' timing fields),
   whose row counts must agree, and the ``latency_s`` summaries (seconds per call);
-* the cluster is stopped whatever happens and leaves no process behind.
+* the cluster is stopped whatever happens and leaves no process behind; a test process killed
+  with SIGKILL takes the daemons with it, and the next cluster clears what its jobs left.
 
 Skips only where the cluster cannot exist (no slurm-wlm/munge, not root, a site slurm.conf);
 a cluster that is installed but does not start fails the test.
@@ -29,10 +30,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 from tests.conftest import REPO, git, make_project
-from tests.scale.slurm_cluster import SlurmCluster, unavailable
+from tests.scale.slurm_cluster import SITE_CONF, SlurmCluster, unavailable
 
 from sealedeval.canonical import dumps
 from sealedeval.store.raw import raw_files, read_raw
@@ -148,3 +150,48 @@ def test_sharded_bloodpanel_on_slurm_matches_local(tmp_path: Path) -> None:
     result = _result(on_slurm)
     assert result[2] > 0  # the figures set aside exist (a rename would make this vacuous)
     assert result == _result(local)
+
+
+_KILLED_HOST = """
+import subprocess, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from tests.scale.slurm_cluster import SlurmCluster
+c = SlurmCluster(Path(sys.argv[1]), cpus=1).start()
+subprocess.run(["sbatch", "--wrap", "srun -n1 sleep 600"], env=c.env, check=True,
+               capture_output=True)
+while not any(j["state"] == "RUNNING" for j in c.jobs()):
+    time.sleep(0.2)
+print(" ".join(str(p.pid) for p in c.procs), flush=True)
+time.sleep(600)
+"""
+
+
+def test_killed_test_process_leaves_nothing_behind(tmp_path: Path) -> None:
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    host = subprocess.Popen([sys.executable, "-c", _KILLED_HOST, str(tmp_path / "a"), str(REPO)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert host.stdout is not None
+        daemons = [psutil.Process(int(p)) for p in host.stdout.readline().split()]
+        assert len(daemons) == 3  # munged, slurmctld, slurmd
+        killed = SlurmCluster(tmp_path / "a")
+        assert len(killed.leftovers()) > len(daemons)  # the running job's processes too
+    finally:
+        host.kill()
+        host.wait()
+    _, alive = psutil.wait_procs(daemons, timeout=20)
+    assert alive == []  # the daemons died with their parent
+    assert SITE_CONF.is_symlink()  # the killed process could not remove its link ...
+    assert unavailable() is None  # ... which is recognised as stale, not as a site config
+    cluster = SlurmCluster(tmp_path / "b", cpus=1)
+    try:
+        cluster.start()
+        assert killed.leftovers() == []  # the killed run's job processes are gone
+        assert SITE_CONF.resolve() == cluster.conf
+    finally:
+        cluster.stop()
+    assert not SITE_CONF.is_symlink()
+    assert cluster.leftovers() == []
