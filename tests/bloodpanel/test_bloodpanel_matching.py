@@ -165,3 +165,46 @@ def test_scope_stops_at_sentence_and_dash() -> None:
     assert polarities("It cannot be excluded that hepatitis is present.", "hepatitis") == [
         Polarity.AFFIRMED
     ]
+
+
+def _fixture_reports() -> list[tuple[list[str], tuple[str, ...]]]:
+    """(items, answer-key terms) of each published V11 response (real engine prose)."""
+    import json
+
+    from sealedeval.suites.bloodpanel.cases import cases_by_id, load_curated
+    from sealedeval.suites.bloodpanel.rubric import normalize_response
+
+    by_id = cases_by_id(load_curated(CURATED))
+    doc = json.loads((FIXTURE_DIR / "responses_v11_full.json").read_text(encoding="utf-8"))
+    out = []
+    for entry in doc["cases"]:
+        case = by_id[entry["summary"]["case_id"]]
+        report = normalize_response(entry["response"])
+        items = [it for s in report.sections for sub in s.subsections for it in sub.items]
+        terms = (*case.expected_keywords, *case.expected_scoring_systems, *case.trap_flags)
+        out.append((items, terms))
+    return out
+
+
+def test_fast_paths_agree_with_the_definitions() -> None:
+    # Document normalises item by item and memoises per-line statuses across documents; both
+    # must give exactly what normalising the joined text and taking the strongest mention give.
+    extra = ("anemia", "hepatitis", "diabetes", "liver disease", "normal", "deficiency")
+    tricky = [
+        "Haemolytic anaemia - excluded",
+        "ΟΔΟΣ\u0301 — no hepatitis",
+        "no hepatitis, but cirrhosis is present; anaemia: 4%",
+        "  spaced  -  text  ",
+        "Hepatitis (probability 40%)\nno evidence of diabetes",
+    ]
+    reports = [*_fixture_reports(), (tricky, extra)]
+    for _ in range(2):  # the second pass reads every line from the memo
+        for items, terms in reports:
+            doc = Document(items)
+            assert doc.text == normalize("\n".join(items))
+            for term in (*terms, *extra):
+                strongest = min((m.polarity for m in doc.mentions(term)), default=None)
+                assert doc.status(term) == strongest, term
+            assert doc.statuses([*terms, *extra]) == [doc.status(t) for t in (*terms, *extra)]
+    same_line = Document(["No hepatitis but cirrhosis is present."])
+    assert same_line.statuses(["hepatitis", "cirrhosis"]) == [Polarity.NEGATED, Polarity.AFFIRMED]

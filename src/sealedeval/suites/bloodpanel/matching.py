@@ -55,11 +55,12 @@ from __future__ import annotations
 import bisect
 import enum
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from sealedeval.suites.bloodpanel.vocabulary import SYNONYMS
 
@@ -436,7 +437,7 @@ class _Sentence:
     def __init__(self, start: int, text: str) -> None:
         self.start = start
         self.text = text
-        words = {w.strip(_PUNCT) for w in text.split()}
+        words = set(map(str.strip, text.split(), itertools.repeat(_PUNCT)))
         pre = not words.isdisjoint(_PRE_NEG_WORDS)
         post = not words.isdisjoint(_POST_NEG_WORDS)
         pseudo = list(_cues(_PSEUDO, text)) if pre or post else []
@@ -533,21 +534,30 @@ class Document:
         differential: Structured ``(condition, probability in %)`` pairs, if the response had them.
     """
 
-    __slots__ = ("_differential", "_entries", "_sentences", "text")
+    __slots__ = ("_differential", "_entries", "_lines", "_sentences", "_text")
 
     def __init__(
         self, items: Iterable[str], differential: Sequence[tuple[str, float]] = ()
     ) -> None:
-        self.text = normalize("\n".join(items))
+        # normalize() maps "\n" to itself and never rewrites across it (every replacement is
+        # a run of letters, spaces or one character; NFKC and lower() treat "\n" as a hard
+        # boundary), so normalising item by item equals normalising the joined text, and the
+        # per-item results can be memoised: a templated report repeats most of its sentences.
+        self._lines = list(map(_normalize_item, items))
+        self._text: str | None = None
         # Sentences and differential lines are located lazily, around the mentions found.
         self._sentences: dict[int, _Sentence] = {}
         self._entries: dict[int, tuple[int, int, float] | None] = {}
-        conds = normalize("\n".join(c.replace("\n", " ") for c, _ in differential)).split("\n")
-        self._differential = (
-            [(c, float(p)) for c, (_, p) in zip(conds, differential, strict=False)]
-            if differential
-            else []
-        )
+        self._differential = [
+            (_normalize_item(c.replace("\n", " ")), float(p)) for c, p in differential
+        ]
+
+    @property
+    def text(self) -> str:
+        """The normalised text: the items, one per line."""
+        if self._text is None:
+            self._text = "\n".join(self._lines)
+        return self._text
 
     def _line(self, pos: int) -> tuple[int, int]:
         text = self.text
@@ -618,17 +628,82 @@ class Document:
         return list(self._iter_mentions(term, True))
 
     def status(self, term: str) -> Polarity | None:
-        """Strongest assertion among the mentions of ``term``; None when it is not mentioned.
+        """Strongest assertion among the mentions of ``term``; None when it is not mentioned."""
+        return self.statuses((term,))[0]
 
-        Stops at the first affirmed mention (the common case for a keyword that is present).
+    def statuses(self, terms: Sequence[str]) -> list[Polarity | None]:
+        """``status`` of each of ``terms`` (the minimum polarity over its ``mentions``).
+
+        Computed line by line: a mention's status depends only on the line it sits in
+        (sentences, clauses and differential lines never cross a line break, and no synonym
+        can match one), so the strongest status of a term within a line is memoised by
+        (term, line text) across documents — reports repeat many of their lines — and a line
+        not seen before is analysed here, sharing this document's sentence analyses between
+        terms. A term stops at its first affirmed line.
         """
-        best: Polarity | None = None
-        for mention in self._iter_mentions(term, False):
-            if best is None or mention.polarity < best:
-                best = mention.polarity
-                if best is Polarity.AFFIRMED:
-                    break
-        return best
+        out: list[Polarity | None] = []
+        text = self.text
+        memo = _LINE_STATUS
+        for term in terms:
+            matcher = term_matcher(term)
+            best: Polarity | None = None
+            line_end = -1
+            key: tuple[str, str] | None = None  # the line being analysed (not memoised yet)
+            line_best: Polarity | None = None
+            for s, e in matcher.iter_spans(text):
+                if s >= line_end:  # first mention on a new line
+                    if key is not None:
+                        _remember(key, line_best)
+                        if line_best is not None and (best is None or line_best < best):
+                            best = line_best
+                        key = None
+                        if best is Polarity.AFFIRMED:
+                            break
+                    lo = text.rfind("\n", 0, s) + 1
+                    line_end = text.find("\n", s)
+                    if line_end == -1:
+                        line_end = len(text)
+                    k = (term, text[lo:line_end])
+                    seen = memo.get(k, _UNSEEN)
+                    if seen is _UNSEEN:
+                        key, line_best = k, None
+                    else:
+                        known = cast("Polarity | None", seen)
+                        if known is not None and (best is None or known < best):
+                            best = known
+                            if best is Polarity.AFFIRMED:
+                                break
+                        continue
+                elif key is None or line_best is Polarity.AFFIRMED:
+                    continue  # a memoised line, or this line's status is already the strongest
+                pol = self._polarity_at(s, e)
+                if line_best is None or pol < line_best:
+                    line_best = pol
+                    if pol is Polarity.AFFIRMED:  # nothing in the line can be stronger
+                        _remember(key, pol)
+                        best, key = pol, None
+                        break
+            if key is not None:
+                _remember(key, line_best)
+                if line_best is not None and (best is None or line_best < best):
+                    best = line_best
+            if best is not Polarity.AFFIRMED:
+                for cond, p in self._differential:
+                    for cs, ce in matcher.spans(cond):
+                        pol = _label_polarity(cond, cs, ce, p)
+                        if best is None or pol < best:
+                            best = pol
+            out.append(best)
+        return out
+
+    def _polarity_at(self, s: int, e: int) -> Polarity:
+        """Status of the text mention at ``[s, e)`` (as ``_iter_mentions`` gives it)."""
+        entry = self._entry_at(s, e)
+        if entry is not None:
+            ls, le, p = entry
+            return _label_polarity(self.text[ls:le], s - ls, e - ls, p)
+        sent = self._sentence(s)
+        return _text_polarity(sent, s - sent.start, e - sent.start)[0]
 
     def fires(self, flag: str) -> bool:
         """Whether a trap flag is asserted (rule 4)."""
@@ -638,6 +713,25 @@ class Document:
         """Whether an expected keyword or scoring system is engaged with (rule 4)."""
         st = self.status(term)
         return st is not None and st <= Polarity.HYPOTHETICAL
+
+
+_ITEM_CACHE_SIZE: Final = 1 << 15
+_LINE_CACHE_SIZE: Final = 1 << 16
+"""Memo sizes (entries): bounded so a 100,000-report run keeps a flat memory profile."""
+
+_normalize_item: Final = functools.lru_cache(maxsize=_ITEM_CACHE_SIZE)(normalize)
+"""``normalize`` memoised, for the items of a report (see ``Document.__init__``)."""
+
+
+_UNSEEN: Final[object] = object()
+_LINE_STATUS: dict[tuple[str, str], Polarity | None] = {}
+"""(term, normalised line) → strongest status of the term's mentions in that line."""
+
+
+def _remember(key: tuple[str, str], status: Polarity | None) -> None:
+    if len(_LINE_STATUS) >= _LINE_CACHE_SIZE:
+        _LINE_STATUS.clear()  # bounded memory; refills from the next reports
+    _LINE_STATUS[key] = status
 
 
 def polarities(text: str, term: str) -> list[Polarity]:

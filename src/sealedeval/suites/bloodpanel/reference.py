@@ -1728,13 +1728,8 @@ def _differential(found: list[Finding]) -> list[tuple[str, int, str]]:
 
 
 def _dedupe(xs: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for x in xs:
-        if x and x not in seen:
-            seen.add(x)
-            out.append(x)
-    return out
+    """Non-empty strings of ``xs``, first occurrence kept, in order (C-level: runs 9x a case)."""
+    return list(dict.fromkeys(filter(None, xs)))
 
 
 def reference_report(case: Case) -> dict[str, Any]:

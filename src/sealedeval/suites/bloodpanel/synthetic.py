@@ -905,7 +905,11 @@ BY_SPECIALTY: Final = {
 
 # --- rows --------------------------------------------------------------------------------------
 
-_ROW_CACHE: dict[tuple[str, str], tuple[str, str, str, float | None, float | None, int]] = {}
+_ROW_CACHE: dict[
+    tuple[str, str], tuple[str, str, str, float | None, float | None, int, float, float]
+] = {}
+_ROWS: dict[tuple[str, str, float], PanelRow] = {}
+_ROWS_MAX: Final = 1 << 18
 
 
 def _row(code: str, value: float, sex: Sex) -> PanelRow:
@@ -915,12 +919,23 @@ def _row(code: str, value: float, sex: Sex) -> PanelRow:
         a = ANALYTES[code]
         ref = a.ref(sex)
         low, high = parse_reference(ref)
-        spec = (a.name, a.unit, ref, low, high, a.decimals)
+        spec = (a.name, a.unit, ref, low, high, a.decimals, *a.plausible)
         _ROW_CACHE[key] = spec
-    name, unit, ref, low, high, decimals = spec
-    lo, hi = ANALYTES[code].plausible
-    v = round(min(hi, max(lo, value)), decimals)
-    return PanelRow(name, code, float(v), unit, ref, low, high)
+    name, unit, ref, low, high, decimals, lo, hi = spec
+    v = float(round(min(hi, max(lo, value)), decimals))
+    # Rows are immutable and values are rounded to the printed decimals, so one row object
+    # serves every case that prints the same value (most do: ~1,000 distinct values per
+    # analyte): building a frozen dataclass is most of a generated case's cost. Zero is not
+    # shared (-0.0 == 0.0 would merge two printed forms).
+    rkey = (code, sex, v)
+    row = _ROWS.get(rkey)
+    if row is None:
+        row = PanelRow(name, code, v, unit, ref, low, high)
+        if v:
+            if len(_ROWS) >= _ROWS_MAX:
+                _ROWS.clear()
+            _ROWS[rkey] = row
+    return row
 
 
 def _uid(seed: int, n: int, index: int) -> str:
