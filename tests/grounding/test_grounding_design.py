@@ -7,8 +7,10 @@ from collections import Counter
 
 import pytest
 
+from sealedeval.suites.grounding.conditions import TABLES_HEADING
 from sealedeval.suites.grounding.design import (
     DEFAULT_SHUFFLE_SEED,
+    EMBEDDED_TOTALS,
     FULL_TOTALS,
     Design,
     Profile,
@@ -69,7 +71,7 @@ def test_shuffle_is_seeded_and_recorded() -> None:
 
 
 def test_dependencies_come_first() -> None:
-    profiles: tuple[Profile, ...] = ("tiny", "default", "full")
+    profiles: tuple[Profile, ...] = ("tiny", "default", "embedded", "full")
     for profile in profiles:
         seen: set[str] = set()
         for spec in build_design(profile).specs:
@@ -137,3 +139,65 @@ def test_approx_tokens_tracks_the_smollm2_tokenizer(suite: GroundingData) -> Non
         text = _prompt(suite, RequestSpec("A", "COMP-03", condition, 1))
         real = len(model.tokenize(text.encode(), add_bos=False))
         assert abs(len(approx_tokens(text)) - real) / real < 0.05
+
+
+def test_embedded_subset_is_a_cache_ordered_part_of_default() -> None:
+    design = build_design("embedded")
+    assert design.counts() == EMBEDDED_TOTALS
+    default_ids = {s.request_id for s in build_design("default").specs}
+    assert {s.request_id for s in design.specs} <= default_ids  # paired with reference/naive
+    a = [s for s in design.specs if s.track == "A"]
+    assert {s.condition for s in a} == set("ABECFD")
+    assert Counter(s.condition for s in a) == {c: len(a) // 6 for c in "ABECFD"}
+    # each track-A condition is one contiguous block, in the order A B E C F D
+    runs = [c for i, c in enumerate(s.condition for s in a) if i == 0 or a[i - 1].condition != c]
+    assert runs == list("ABECFD")
+    b2 = [s for s in design.specs if s.track == "B2"]
+    assert [s.condition for s in b2] == ["select", "own_pick"]  # the answer needs the pick
+    assert {s.condition for s in design.specs if s.track == "B1"} == {
+        "schema",
+        "records_deficient",
+    }
+    # seeded within blocks: another seed permutes calls but never moves one to another block
+    other = build_design("embedded", shuffle_seed=3)
+    assert other.specs != design.specs and other.shuffle_seed == 3
+    assert [(s.track, s.condition) for s in other.specs if s.track in ("A", "B1")] == [
+        (s.track, s.condition) for s in design.specs if s.track in ("A", "B1")
+    ]
+    assert [s.condition for s in other.specs if s.track == "A"] == [s.condition for s in a]
+    assert sorted(other.specs, key=lambda s: s.request_id) == sorted(
+        design.specs, key=lambda s: s.request_id
+    )
+
+
+def _prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def test_embedded_order_prefills_the_tables_once(suite: GroundingData) -> None:
+    """Every data-bearing prompt but the first finds the tables (and the table definitions)
+    in the previous prompt or, after a B4 owner round, in an earlier one (the server's RAM
+    cache); and the embedded order prefills far less than the whole-run shuffle of the same
+    calls."""
+    design = build_design("embedded")
+    prompts = [_prompt(suite, s) for s in design.specs]
+    with_tables = [i for i, p in enumerate(prompts) if TABLES_HEADING in p]
+    tables_end = prompts[with_tables[0]].index("## Context") + len("## Context")
+    assert all(TABLES_HEADING not in p for p in prompts[: with_tables[0]])
+    for i in with_tables[1:]:
+        best = max(_prefix(prompts[i], prompts[j]) for j in range(i))
+        assert best >= tables_end, design.specs[i].request_id
+        if design.specs[i].track != "B4":
+            assert _prefix(prompts[i], prompts[i - 1]) >= tables_end, design.specs[i].request_id
+    shuffled = Design("x", 0, build_design("default").specs)
+    subset = {s.request_id for s in design.specs}
+    shuffled = Design("x", 0, tuple(s for s in shuffled.specs if s.request_id in subset))
+    assert len(shuffled.specs) == len(design.specs)
+    for states, ratio in ((1, 0.5), (2, 0.8)):  # KV cache only; plus one saved state
+        ordered = estimate_seconds(design, lambda s: _prompt(suite, s), cache_states=states)
+        whole_run = estimate_seconds(shuffled, lambda s: _prompt(suite, s), cache_states=states)
+        assert ordered["prefill_tokens"] < ratio * whole_run["prefill_tokens"]

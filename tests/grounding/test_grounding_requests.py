@@ -12,9 +12,16 @@ import yaml
 
 from sealedeval.config import Config, EngineConfig, load_config
 from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.run.runner import suite_engine
 from sealedeval.suites.base import get_suite
-from sealedeval.suites.grounding.design import build_design
-from sealedeval.suites.grounding.harness import DESIGN_RECORD, GroundingSuite, design_for
+from sealedeval.suites.grounding.design import EMBEDDED_TOTALS, build_design
+from sealedeval.suites.grounding.harness import (
+    DESIGN_RECORD,
+    GroundingSuite,
+    design_for,
+    profile_for,
+)
 from sealedeval.suites.grounding.requests import (
     build_requests,
     call_specs,
@@ -174,3 +181,45 @@ def test_roles_and_profiles_from_config(tmp_path: Path) -> None:
     assert sum(1 for r in reqs if r.condition.endswith("@secondary")) == 160
     naive = harness.requests(cfg, items, cfg.engine("naive"), "naive", 3)
     assert sum(len(call_specs(r)) for r in naive) == 686
+
+
+def test_engine_profiles_give_an_engine_its_own_design(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, engines=["reference", "local"], engine_profiles={"local": "embedded"})
+    harness = GroundingSuite()
+    items = harness.generate(cfg, 5)
+    design = next(i for i in items if i["id"] == DESIGN_RECORD)
+    assert design["profile"] == "default" and design["n_calls"] == 52
+    local = design["engine_profiles"]["local"]
+    assert local["profile"] == "embedded" and local["calls"] == EMBEDDED_TOTALS
+    assert local["shuffle_seed"] == design["shuffle_seed"]
+    ref = harness.requests(cfg, items, cfg.engine("reference"), "reference", 5)
+    loc = harness.requests(cfg, items, cfg.engine("local"), "smollm2", 5)
+    assert sum(len(call_specs(r)) for r in ref) == 52
+    assert sum(len(call_specs(r)) for r in loc) == sum(EMBEDDED_TOTALS.values())
+    assert [r.item["request_id"] for r in loc] == [
+        s.request_id for s in design_for(cfg, 5, "local").specs if s.group is None or s.stage == 0
+    ]
+    with pytest.raises(UserError, match=r"engine_profiles\.local: 'huge'"):
+        _cfg(tmp_path / "bad", engine_profiles={"local": "huge"})
+
+
+def test_default_config_runs_the_documented_embedded_subset_on_local() -> None:
+    """config/config.yaml: the embedded model runs the ``embedded`` subset (the counts README
+    and design.py document), reference and naive the whole default design."""
+    cfg = load_config(REPO)
+    scfg = cfg.suite("grounding")
+    assert {"local", "reference", "naive"} <= set(scfg["engines"])
+    assert profile_for(cfg, "local") == "embedded"
+    assert design_for(cfg, 1, "local").counts() == EMBEDDED_TOTALS
+    for eng in ("reference", "naive"):
+        assert profile_for(cfg, eng) == "default"
+        assert len(design_for(cfg, 1, eng).specs) == 52
+    n = sum(EMBEDDED_TOTALS.values())
+    readme = (REPO / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| grounding | `local`"))
+    assert f"{n} calls" in row and f"{EMBEDDED_TOTALS['A']} track-A" in row
+    # the grounding prompts (B2 `full` 13.5k tokens) get a 16k context, the other suites not
+    assert int(suite_engine(cfg, "grounding", "local").extra["n_ctx"]) >= 14_000
+    assert int(suite_engine(cfg, "golden", "local").extra["n_ctx"]) == int(
+        cfg.engine("local").extra["n_ctx"]
+    )

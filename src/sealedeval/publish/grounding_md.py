@@ -406,6 +406,12 @@ def render(section: Mapping[str, Any]) -> str:
         "one JSON object per answer under a fixed contract (parse success is reported as a "
         "result).",
         "",
+        *[
+            f"Engine `{eng}` runs profile `{p['profile']}` instead: {p['n_calls']} calls ("
+            + ", ".join(f"{k} {v}" for k, v in (p.get("calls") or {}).items())
+            + f"); call order: {p.get('order') or d['order']}, seed {p['shuffle_seed']}.\n"
+            for eng, p in (d.get("engine_profiles") or {}).items()
+        ],
         f"Unit of analysis: {plan['unit_of_analysis']}; {plan['replicate_handling']}. "
         f"Intervals: {plan['intervals']}. Parse failures: {plan['parse_failures']}. "
         f"Errors: {plan['errors']}.",

@@ -11,7 +11,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from sealedeval.canonical import dumps
-from sealedeval.config import Config
+from sealedeval.config import Config, EngineConfig
 from sealedeval.engines import build_engine
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
@@ -117,6 +117,16 @@ def _sigterm_to_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def suite_engine(cfg: Config, suite_name: str, engine_name: str) -> EngineConfig:
+    """The engine's config for one suite: ``suites.<suite>.engine_options.<engine>`` merged over
+    the engine's options, so one suite can give the embedded model what only it needs (the
+    grounding prompts need a 16k context and a prompt cache that can hold one ~12k-token
+    state; golden and bloodpanel keep the smaller, faster server)."""
+    ecfg = cfg.engine(engine_name)
+    over = (cfg.suite(suite_name).get("engine_options") or {}).get(engine_name) or {}
+    return replace(ecfg, extra={**ecfg.extra, **over}) if over else ecfg
+
+
 def run_suite(
     cfg: Config,
     suite_name: str,
@@ -129,7 +139,7 @@ def run_suite(
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
 ) -> RunStats:
-    ecfg = cfg.engine(engine_name)
+    ecfg = suite_engine(cfg, suite_name, engine_name)
     p = plan(cfg, suite_name, unsealed=unsealed)
     out_dir = raw_dir(cfg.root, suite_name, engine_name)
     log_dir = cfg.root / "logs" / "engines"

@@ -26,19 +26,34 @@ ownership representations (2 chains × 3 rounds) = 6. 52 calls, no secondary mod
 tracks run 1 replicate. ``tiny`` (37 calls: XORG-09 and ABST-01, one B1 gap, B2-06, B3, one
 chain) keeps the Snakemake smoke test to seconds on the reference engine.
 
-Why "about four minutes" on the embedded model is out of reach: SmolLM2's tokenizer splits
-every digit, so the ~9,850 characters of CSV tables are ~9,200 tokens and a track-A prompt is
-9,600-12,100 tokens (B2 ``full`` 13,500): beyond SmolLM2's 8,192-token training context (the
-local engine needs ``n_ctx: 16384``) and expensive to prefill on two CPU cores, where attention
-makes the cost per token grow with its position (measured: 11.4 ms + 2.54 µs per earlier
-position per token on one thread, see :func:`estimate_seconds`). A cold track-A prompt costs
-~5 CPU-minutes; the server's prompt cache then serves the shared tables and contexts, but the
-whole-run shuffle the spec requires changes the context block almost every call, so most calls
-re-process their context (0.1k-3k tokens at positions ~10k). :func:`estimate_seconds` puts
-``default`` at ~37 minutes on an idle 2-core machine with the local engine as configured (its
-RAM prompt cache is too small to keep a 12k-token state) and ~18 minutes with a cache holding
-seven states; ``full`` at ~8 and ~4 hours. The first cold call measured 28 minutes on the
-shared, heavily loaded reference machine.
+``embedded`` is what the default profile runs on the embedded model (``engine_profiles``), a
+subset of ``default`` so every call pairs with the reference and naive engines' calls:
+
+======================  ===============================================  =====
+track                   shape                                            calls
+======================  ===============================================  =====
+A                       COMP-03, XORG-09, ABST-01 × 6 conditions × 1        18
+B1                      gap G1 under ``schema`` and ``records_deficient``    2
+B2                      B2-06: selection, then the answer on its own pick    2
+B3                      competitor requester × 3 conditions                  3
+B4                      chain R1 (records ownership) × 3 rounds              3
+======================  ===============================================  =====
+
+Why so small: SmolLM2's tokenizer splits every digit, so the ~9,850 characters of CSV tables
+are ~9,200 tokens and a track-A prompt is 9,600-12,200 tokens (B2 ``full`` 13,500; the local
+engine needs ``n_ctx: 16384``). On two CPU cores attention makes a prompt token's cost grow
+with its position: measured with llama.cpp (llama-cpp-python 0.3.36, Q4_1, 2 threads) on the
+shared 2-core machine, a cold 9,630-token track-A prompt took 370 CPU-s (with flash
+attention it had used 291 CPU-s and was not done when stopped), and a call whose tables were
+cached but which added 61 tokens and wrote one took 9.5 CPU-s: about 0.1 CPU-s per new prompt
+token at position ~10,000. So
+every distinct context block costs minutes (E's prose ~1,480 tokens, C's records ~2,220), and
+the subset keeps each block to one prefill: the tables once, then A, B, E, C, F, D, the B1
+gapped records and B4's coordinator context once each; items within a block are nearly free
+(~60 tokens and one answer). Cut against ``default``: one track-A replicate; B1 without the
+deficient prose; B2 without the ``full`` (+4,000 tokens) and ``keyword_top5`` assemblies; B4
+without the prose-ownership chain. :func:`estimate_seconds` ranks designs offline; a measured
+run is the authority (README, "What the default profile runs").
 
 The call order is a seeded shuffle across the whole run (spec: so service drift cannot confound
 conditions); calls that consume an earlier call's output (B2 ``own_pick`` after ``select``, B4
@@ -54,7 +69,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 __all__ = [
+    "CACHE_ORDERED",
     "DEFAULT_SHUFFLE_SEED",
+    "EMBEDDED_TOTALS",
     "FULL_TOTALS",
     "OUTPUT_TOKENS",
     "PROFILES",
@@ -66,13 +83,18 @@ __all__ = [
     "estimate_seconds",
 ]
 
-Profile = Literal["tiny", "default", "full"]
-PROFILES: tuple[Profile, ...] = ("tiny", "default", "full")
+Profile = Literal["tiny", "default", "embedded", "full"]
+PROFILES: tuple[Profile, ...] = ("tiny", "default", "embedded", "full")
+CACHE_ORDERED: frozenset[str] = frozenset({"embedded"})
+"""Profiles whose call order is shuffled within prompt-cache blocks, not across the whole run
+(see :func:`build_design`)."""
 DEFAULT_SHUFFLE_SEED = 20260906
 """Call-order seed (the seed study's run date); recorded in every :class:`Design`."""
 
 FULL_TOTALS: dict[str, int] = {"A": 480, "A-secondary": 160, "B1": 60, "B2": 80, "B3": 18, "B4": 48}
 """Per-track call counts of the seed's published design (846 in all)."""
+EMBEDDED_TOTALS: dict[str, int] = {"A": 18, "B1": 2, "B2": 2, "B3": 3, "B4": 3}
+"""Per-track call counts of the ``embedded`` subset (the default profile's embedded model)."""
 
 _TRACK_A_CONDITIONS = ("A", "B", "E", "C", "F", "D")
 _SECONDARY_CONDITIONS = ("E", "C")
@@ -93,6 +115,13 @@ _DEFAULT_B1 = ("B1-G1",)
 _DEFAULT_B2 = ("B2-06",)
 _DEFAULT_B3 = ("competitor_carrier",)
 _DEFAULT_B4 = ("B4-R1", "B4-P1")
+
+_EMBEDDED_ITEMS = ("COMP-03", "XORG-09", "ABST-01")
+_EMBEDDED_B1 = ("B1-G1",)
+_EMBEDDED_B1_CONDITIONS = ("schema", "records_deficient")
+_EMBEDDED_B2 = ("B2-06",)
+_EMBEDDED_B3 = ("competitor_carrier",)
+_EMBEDDED_B4 = ("B4-R1",)
 
 _TINY_ITEMS = ("XORG-09", "ABST-01")
 _TINY_B1 = ("B1-G1",)
@@ -248,6 +277,8 @@ def _unordered(profile: Profile) -> list[RequestSpec]:
             *[RequestSpec("B3", q, c, 1) for c in _B3_CONDITIONS for q in _DEFAULT_B3],
             *_b4(_DEFAULT_B4),
         ]
+    if profile == "embedded":
+        return [spec for block in _embedded_blocks() for spec in block]
     if profile == "tiny":
         return [
             *_track_a(_TINY_ITEMS, _TRACK_A_CONDITIONS, 2, "primary"),
@@ -257,6 +288,29 @@ def _unordered(profile: Profile) -> list[RequestSpec]:
             *_b4(_TINY_B4),
         ]
     raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+
+
+def _embedded_blocks() -> list[list[RequestSpec]]:
+    """The ``embedded`` calls in prompt-cache blocks, in the order they run.
+
+    Each block is a set of calls whose prompts share everything up to the question; consecutive
+    blocks share the data tables and the table definitions. The prompts without data tables
+    (B3, and B2's selection stage) come first, so the tables are prefilled once, by the first
+    call that carries them (B2's ``own_pick`` answer), and stay in the server's KV cache; the
+    track-A conditions run in the order A, B, E, C, F, D because C's records are a prefix of
+    F's and D's context. A B4 chain's owner round carries no tables: its round 3 gets the
+    tables back from the server's RAM prompt cache (``engines.local.cache_mb``).
+    """
+    blocks: list[list[RequestSpec]] = [
+        [RequestSpec("B3", q, c, 1) for q in _EMBEDDED_B3 for c in _B3_CONDITIONS],
+    ]
+    for q in _EMBEDDED_B2:
+        select = RequestSpec("B2", q, "select", 1)
+        blocks.append([select, RequestSpec("B2", q, "own_pick", 1, depends_on=select.request_id)])
+    blocks += [_track_a(_EMBEDDED_ITEMS, (c,), 1, "primary") for c in _TRACK_A_CONDITIONS]
+    blocks += [[RequestSpec("B1", p, c, 1) for p in _EMBEDDED_B1] for c in _EMBEDDED_B1_CONDITIONS]
+    blocks += [_b4((chain,)) for chain in _EMBEDDED_B4]
+    return blocks
 
 
 def build_design(
@@ -269,12 +323,25 @@ def build_design(
     group is re-sorted into stage order *within the positions the shuffle gave it*, so the
     positions stay random and every call still follows the one whose output it needs.
 
+    A profile in :data:`CACHE_ORDERED` (``embedded``) is shuffled within its prompt-cache
+    blocks instead (:func:`_embedded_blocks`: the calls that share a context block run one
+    after another, in a seeded order), because on the embedded llama.cpp server a whole-run
+    shuffle re-processes a ~2,000-token context block at positions ~10,000 on nearly every
+    call. The spec shuffles to keep *service drift* from confounding conditions; a local model
+    with fixed weights, fixed seeds and one request at a time has no such drift.
+
     Raises:
         ValueError: Unknown profile.
     """
-    specs = _unordered(profile)
     rng = random.Random(shuffle_seed)
-    rng.shuffle(specs)
+    if profile in CACHE_ORDERED:
+        specs = []
+        for block in _embedded_blocks():
+            rng.shuffle(block)
+            specs += block
+    else:
+        specs = _unordered(profile)
+        rng.shuffle(specs)
     groups: dict[str, list[int]] = {}
     for pos, spec in enumerate(specs):
         if spec.group is not None:

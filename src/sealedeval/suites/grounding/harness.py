@@ -12,38 +12,76 @@ analyze → :mod:`.analysis`, per engine and model role.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.suites.base import derive_seed
 from sealedeval.suites.grounding import analysis, rubric
-from sealedeval.suites.grounding.design import PROFILES, Design, build_design
+from sealedeval.suites.grounding.design import PROFILES, Design, Profile, build_design
 from sealedeval.suites.grounding.reference import answer_call, as_output_text
 from sealedeval.suites.grounding.requests import VARIANTS, build_requests, call_specs
 from sealedeval.suites.grounding.suite import GroundingData, build_suite, leak_check_calls
 from sealedeval.suites.grounding.tracks import b3_disclosure, b4_chains
 
-__all__ = ["DESIGN_RECORD", "GroundingSuite", "design_for", "item_records"]
+__all__ = [
+    "DESIGN_RECORD",
+    "GroundingSuite",
+    "design_for",
+    "engine_designs",
+    "item_records",
+    "profile_for",
+]
 
 DESIGN_RECORD = "design"
 """Id of the item record that carries the design (profile, call-order seed, counts)."""
 
 
-def design_for(cfg: Config, seed: int) -> Design:
-    """The configured design; the call order comes from ``shuffle_seed`` or, if unset, from the
-    suite seed (config seed + rubric hash), so it is fixed by the seal and recorded."""
+_ORDER_NOTES = {
+    "embedded": "seeded shuffle within prompt-cache blocks (calls sharing a context block run "
+    "together; blocks in a fixed order: no-tables prompts first, then B2, track A by condition "
+    "A, B, E, C, F, D, B1, B4), so the embedded server's prompt cache reuses the data tables "
+    "and each context block (design.py, _embedded_blocks)",
+}
+"""How a cache-ordered profile's calls are ordered (recorded in the analysis' design)."""
+
+
+def profile_for(cfg: Config, engine: str | None = None) -> str:
+    """The design profile of ``engine``: ``engine_profiles[engine]`` if set (the embedded
+    model runs a documented subset where the whole default design would not fit the time
+    budget), else the suite's ``profile``."""
     scfg = cfg.suite("grounding")
-    profile = str(scfg.get("profile", "default"))
+    per_engine = scfg.get("engine_profiles") or {}
+    profile = str(per_engine.get(engine, scfg.get("profile", "default")))
     if profile not in PROFILES:
+        where = f"engine_profiles.{engine}" if engine in per_engine else "profile"
         raise UserError(
-            f"{cfg.where}: suites.grounding.profile: unknown profile {profile!r} "
+            f"{cfg.where}: suites.grounding.{where}: unknown profile {profile!r} "
             f"(known: {', '.join(PROFILES)})"
         )
-    shuffle = scfg.get("shuffle_seed")
+    return profile
+
+
+def design_for(cfg: Config, seed: int, engine: str | None = None) -> Design:
+    """The configured design of ``engine`` (default: the suite's profile); the call order comes
+    from ``shuffle_seed`` or, if unset, from the suite seed (config seed + rubric hash), so it
+    is fixed by the seal and recorded."""
+    profile = profile_for(cfg, engine)
+    shuffle = cfg.suite("grounding").get("shuffle_seed")
     order_seed = int(shuffle) if shuffle is not None else derive_seed(seed, "call-order") % 2**32
-    return build_design(profile, order_seed)
+    return build_design(cast(Profile, profile), order_seed)
+
+
+def engine_designs(cfg: Config, seed: int) -> dict[str, Design]:
+    """The design of every engine whose profile differs from the suite's (by engine name)."""
+    scfg = cfg.suite("grounding")
+    per_engine = scfg.get("engine_profiles") or {}
+    return {
+        eng: design_for(cfg, seed, eng)
+        for eng in sorted(per_engine)
+        if eng in scfg.get("engines", []) and profile_for(cfg, eng) != profile_for(cfg)
+    }
 
 
 def _roles(cfg: Config, engine: str) -> list[str]:
@@ -177,9 +215,11 @@ class GroundingSuite:
         """
         data = build_suite()  # verifies every item and leak-checks every track-A prompt
         design = design_for(cfg, seed)
-        problems = leak_check_calls(data, design.specs)
-        if problems:
-            raise ValueError(f"grounding: {problems[0]}")
+        per_engine = engine_designs(cfg, seed)
+        for d in (design, *per_engine.values()):
+            problems = leak_check_calls(data, d.specs)
+            if problems:
+                raise ValueError(f"grounding: {problems[0]}")
         out = [r | {"seed": derive_seed(seed, r["id"])} for r in item_records(data)]
         out.append(
             {
@@ -190,6 +230,15 @@ class GroundingSuite:
                 "suite_seed": seed,
                 "calls": design.counts(),
                 "n_calls": len(design.specs),
+                "engine_profiles": {
+                    eng: {
+                        "profile": d.profile,
+                        "shuffle_seed": d.shuffle_seed,
+                        "calls": d.counts(),
+                        "n_calls": len(d.specs),
+                    }
+                    for eng, d in per_engine.items()
+                },
             }
         )
         return out
@@ -207,7 +256,7 @@ class GroundingSuite:
         if variant not in VARIANTS:
             raise UserError(f"engine {engine.name!r}: unknown variant {variant!r}")
         return build_requests(
-            design_for(cfg, seed),
+            design_for(cfg, seed, engine.name),
             engine=engine,
             model=model,
             seed=seed,
@@ -265,6 +314,10 @@ class GroundingSuite:
                 "order": "one seeded shuffle of the whole run; a call that needs an earlier "
                 "reply runs inside the request of the call it needs (B2 select-then-answer, "
                 "B4 chains), at that call's position",
+                "engine_profiles": {
+                    eng: dict(p) | {"order": _ORDER_NOTES.get(str(p.get("profile")), "")}
+                    for eng, p in (design.get("engine_profiles") or {}).items()
+                },
                 "temperature": scfg["temperature"],
                 "max_tokens": scfg["max_tokens"],
                 "roles": {eng: _roles(cfg, eng) for eng in engines},
