@@ -504,3 +504,39 @@ def test_part_size_doubles_up_to_max_rows(tmp_path: Path) -> None:
     assert sizes == [2, 4, 8, 8, 8]
     keys = [k for p in parts for k in pq.read_table(p).column("request_key").to_pylist()]
     assert keys == [f"k{i:02d}" for i in range(30)]  # in order, none lost or doubled
+
+
+def test_latest_records_streams_the_same_rows_as_latest_rows(tmp_path: Path) -> None:
+    """The streaming reader publish uses equals the dict path it replaced, row for row and in
+    order: first ok per key wins, else the latest attempt; (engine, key) order."""
+    import random
+
+    from sealedeval.store.raw import RawRecord, latest_records
+
+    rng = random.Random(7)
+    d = raw_dir(tmp_path, "golden", "fake")
+    writer = RawWriter(d, flush_rows=7)
+    for i in range(300):
+        row: dict[str, Any] = {c: "" for c in RAW_SCHEMA.names}
+        row |= {
+            "request_key": f"k{rng.randrange(60):03d}",
+            "engine": rng.choice(["b", "a"]),
+            "status": rng.choice(["ok", "error", "error"]),
+            "finished_at": f"2026-01-01T00:00:{rng.randrange(30):02d}Z",
+            "output_text": f"answer {i}",
+            "repeat": i, "seed": i, "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.5,
+            "latency_s": 0.25, "attempts": 1, "sealed": True,
+        }
+        writer.append(row)
+    writer.close()
+    files = raw_files(tmp_path, "golden")
+    expected = sorted(
+        latest_rows(read_raw(files).to_pylist()).values(),
+        key=lambda r: (r["engine"], r["request_key"]),
+    )
+    got = latest_records(files, batch_rows=16)
+    assert all(isinstance(r, RawRecord) for r in got)
+    assert [dict(r) for r in got] == expected
+    assert got[0]["output_text"] == expected[0]["output_text"]
+    with pytest.raises(KeyError):
+        got[0]["no such column"]
