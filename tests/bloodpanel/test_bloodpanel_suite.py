@@ -212,6 +212,15 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     assert "INCOMPLETE" in md and "server 2" in md and "### Paired comparison" in md
     assert "| local | reference | 14 |" in md and "| local | 7 | 15 |" in md
     assert "per-case sd" in md
+    # Group tables carry every component with its interval (spec: "each component ... with
+    # intervals"), from result.json's own figures.
+    endo = spec["endocrinology"]
+    assert all(endo[f"{n}_ci"]["lo"] <= endo[f"{n}_ci"]["mean"] <= endo[f"{n}_ci"]["hi"]
+               for n in plan.COMPONENTS)
+    assert "structural [95% CI] | clinical [95% CI] | latency points [95% CI] |" in md
+    cells = " | ".join(bloodpanel_md._ci(endo[f"{n}_ci"]) for n in plan.COMPONENTS)
+    [row] = [ln for ln in md.splitlines() if ln.startswith("| endocrinology | 3 | 4/6 (2 err) |")]
+    assert row.endswith(f"| {cells} |")
 
 
 def test_review_sample_returns_exactly_n_with_eight_strata() -> None:

@@ -23,6 +23,13 @@ def _counts(x: Mapping[str, Any]) -> str:
     return f"{x['n_ok']}/{x['n_total']} ({x['n_error']} err)"
 
 
+def _component(x: Mapping[str, Any], name: str) -> str:
+    """A component with its interval; a result.json from before the intervals has the mean only."""
+    if f"{name}_ci" in x:
+        return _ci(x[f"{name}_ci"])
+    return num(x[name]) if name in x else "n/a"
+
+
 def _group_rows(groups: Mapping[str, Any], names: list[str]) -> list[list[Any]]:
     return [
         [
@@ -31,8 +38,9 @@ def _group_rows(groups: Mapping[str, Any], names: list[str]) -> list[list[Any]]:
             _counts(groups[g]),
             _ci(groups[g]["composite"]),
             _ci(groups[g]["composite_errors_as_zero"]),
-            num(groups[g]["structural"]),
-            num(groups[g]["clinical"]),
+            _component(groups[g], "structural"),
+            _component(groups[g], "clinical"),
+            _component(groups[g], "latency"),
         ]
         for g in names
     ]
@@ -43,8 +51,9 @@ _GROUP_HEADER = [
     "ok/total",
     "composite [95% CI]",
     "errors = 0 [95% CI]",
-    "structural",
-    "clinical",
+    "structural [95% CI]",
+    "clinical [95% CI]",
+    "latency points [95% CI]",
 ]
 
 

@@ -12,7 +12,10 @@ dropped.
   errors-as-zero composite with its interval, parse success, engine path (primary / fallback),
   and the over-diagnosis rate on trap cases (Wilson interval).
 * **Per specialty, per label** — the same composite per group with a per-group percentile
-  bootstrap interval (``stats.bootstrap_by_group``), n_ok and n_error beside each.
+  bootstrap interval (``stats.bootstrap_by_group``), n_ok and n_error beside each; structural,
+  clinical and latency per group with percentile bootstrap intervals from one resample of the
+  group's completed cases shared by the three components (``component_intervals``, its own
+  seed derived from the table's, so the composite intervals do not depend on it).
 * **Repeats** (when a profile asks for more than one answer per case) — per-case standard
   deviation of the composite (mean, median, max over cases), per-run mean composite with its
   mean and sd across runs, and how many trap cases fire a flag in some runs but not all.
@@ -37,6 +40,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from sealedeval import stats
 from sealedeval.suites.base import derive_seed
@@ -48,6 +52,12 @@ BOOT_SEED: Final = 20260426
 N_BOOT: Final = 2000
 LEVEL: Final = 0.95
 PRIMARY_PROFILE: Final = "sealed"
+COMPONENTS: Final = ("structural", "clinical", "latency")
+"""Rubric components given per group with intervals (the composite has its own, older, draws)."""
+_MULTINOMIAL_FACTOR: Final = 16
+"""Draw multiplicities of distinct case rows when they are this much fewer than the cases."""
+_MAX_GATHER: Final = 1 << 20
+"""Resampled indices per chunk on the index path (4 MB of int32, 8 MB per gathered column)."""
 MAX_CASES_LISTED: Final = 100
 """Per-case repeat spreads are listed in result.json up to this many cases (else summary only)."""
 
@@ -62,7 +72,8 @@ HYPOTHESES: Final = (
 )
 METHODS: Final = (
     "Case = unit (repeats averaged within case). 95% percentile bootstrap intervals, "
-    "stratified by specialty for the headline, per group for the tables; Wilson intervals for "
+    "stratified by specialty for the headline, per group for the tables (structural, clinical "
+    "and latency from one resample of cases shared by the three); Wilson intervals for "
     "rates; exact two-sided sign test and paired SE for paired comparisons."
 )
 
@@ -181,7 +192,11 @@ def headline(
 def by_group(
     rows: Sequence[Mapping[str, Any]], key: str, *, n_boot: int, seed: int
 ) -> dict[str, Any]:
-    """Per-group (specialty or label) counts and composites with per-group intervals."""
+    """Per-group (specialty or label) counts, composites and components with intervals.
+
+    ``structural`` and ``clinical`` stay the plain per-case means they always were; the
+    ``*_ci`` keys add each component's interval (``component_intervals``) beside them.
+    """
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[str(r[key])].append(r)
@@ -193,6 +208,7 @@ def by_group(
     zci = stats.bootstrap_by_group(
         zvals, zlabels, n_boot=n_boot, seed=seed, level=LEVEL, items=zitems
     )
+    comp = component_intervals(rows, key, n_boot=n_boot, seed=component_seed(seed))
     out: dict[str, Any] = {}
     for g in sorted(groups):
         grows = groups[g]
@@ -203,6 +219,121 @@ def by_group(
             "composite_errors_as_zero": _ci(zci.get(g, nan3)),
             "structural": _mean(_per_case(ok, "structural")),
             "clinical": _mean(_per_case(ok, "clinical")),
+        }
+        for name in COMPONENTS:
+            out[g][f"{name}_ci"] = comp.get(g, {}).get(name, _ci(nan3))
+    return out
+
+
+def component_seed(seed: int) -> int:
+    """The component draws' seed, derived from the table's composite seed.
+
+    A separate stream: adding the component intervals left every composite interval as it was,
+    and the components never perturb the composite's draws.
+    """
+    return derive_seed(seed, "components") % (2**32)
+
+
+def _case_matrix(
+    rows: Sequence[Mapping[str, Any]], key: str
+) -> tuple[npt.NDArray[np.float64], list[str], npt.NDArray[np.intp]]:
+    """Completed cases' component means, the group names, and each case's group code.
+
+    One row per case in case-id order, columns ``COMPONENTS``; repeats are averaged within the
+    case first (the case is the unit resampled). Built column-wise with numpy (a 100k-case
+    table is one pass over the rows, not a Python loop per case).
+    """
+    ok = [r for r in rows if r["status"] == "ok"]
+    uids, ucodes = np.unique(np.array([str(r["case_uid"]) for r in ok]), return_inverse=True)
+    names, gcodes = np.unique(np.array([str(r[key]) for r in ok]), return_inverse=True)
+    n = len(uids)
+    reps = np.bincount(ucodes, minlength=n)
+    m = np.empty((n, len(COMPONENTS)), dtype=np.float64)
+    for j, name in enumerate(COMPONENTS):
+        x = np.array([float(r[name]) for r in ok], dtype=np.float64)
+        if not np.isfinite(x).all():
+            raise ValueError(f"non-finite {name} score in the {key} table")
+        m[:, j] = np.bincount(ucodes, weights=x, minlength=n) / reps
+    unit_group = np.zeros(n, dtype=np.intp)
+    unit_group[ucodes] = gcodes
+    bad = np.flatnonzero(unit_group[ucodes] != gcodes)
+    if bad.size:
+        raise ValueError(f"case {uids[ucodes[bad[0]]]!r} appears under more than one {key}")
+    return m, [str(g) for g in names], unit_group
+
+
+def _resampled_means(
+    rng: np.random.Generator, u: npt.NDArray[np.float64], n_boot: int
+) -> npt.NDArray[np.float64]:
+    """Column means of ``u`` (row 0) and of ``n_boot`` resamples of its rows (rows 1..).
+
+    Every resample draws the case rows once, so all columns come from the same cases. Two
+    exact schemes with the same distribution, chosen by the data alone: with few distinct case
+    rows (e.g. the reference engine's perfect reports) draw each resample's multiplicities from
+    ``Multinomial(n, freq/n)`` (O(distinct) per resample); otherwise draw row indices in chunks.
+    Row 0 goes through the same arithmetic as the resamples, so a constant column gives
+    bit-identical rows and an interval equal to its point estimate. numpy reductions only (no
+    BLAS), so the bytes do not depend on the BLAS build or its threads.
+    """
+    n, k = u.shape
+    code = np.zeros(n, dtype=np.int64)
+    levels: list[npt.NDArray[np.float64]] = []
+    codes: list[npt.NDArray[np.intp]] = []
+    for j in range(k):  # one integer per distinct row, from per-column codes (cheap 1-d sorts)
+        lv, col = np.unique(u[:, j], return_inverse=True)
+        levels.append(lv)
+        codes.append(col)
+        code = np.unique(code * lv.size + col, return_inverse=True)[1]  # stays < n
+    _, first, freq = np.unique(code, return_index=True, return_counts=True)
+    out = np.empty((n_boot + 1, k), dtype=np.float64)
+    if first.size * _MULTINOMIAL_FACTOR <= n:
+        draws = rng.multinomial(n, freq / n, size=n_boot)
+        mult = np.vstack([freq[np.newaxis, :], draws])
+        for j in range(k):
+            # Integer multiplicities of each value of column j (distinct rows sharing it
+            # pooled), so a constant column sums to exactly n·x in every row.
+            at = codes[j][first]
+            order = np.argsort(at, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(at[order]) != 0])
+            per_value = np.add.reduceat(mult[:, order], starts, axis=1).astype(np.float64)
+            out[:, j] = (per_value * levels[j][at[order][starts]]).sum(axis=1)
+        out /= n
+        return out
+    cols = [np.ascontiguousarray(u[:, j]) for j in range(k)]
+    for j in range(k):
+        out[0, j] = cols[j][np.newaxis, :].sum(axis=1)[0]
+    step = max(1, _MAX_GATHER // n)
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
+        for j in range(k):
+            out[1 + start : 1 + stop, j] = cols[j][idx].sum(axis=1)
+    out /= n
+    return out
+
+
+def component_intervals(
+    rows: Sequence[Mapping[str, Any]], key: str, *, n_boot: int, seed: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    """group → component → {mean, lo, hi}: percentile bootstrap over the group's completed cases.
+
+    One resample of cases per group serves structural, clinical and latency, so the three
+    intervals describe the same bootstrap world (and cost one draw, not three). Each group has
+    its own generator, ``PCG64(derive_seed(seed, group))``, so a group's interval depends only
+    on its own cases and the table seed, not on which other groups are present.
+    """
+    m, names, unit_group = _case_matrix(rows, key)
+    order = np.argsort(unit_group, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(unit_group, minlength=len(names)))])
+    tail = (1.0 - LEVEL) / 2.0
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for h, g in enumerate(names):
+        rng = np.random.Generator(np.random.PCG64(derive_seed(seed, g) % (2**32)))
+        est = _resampled_means(rng, m[order[bounds[h] : bounds[h + 1]]], n_boot)
+        lo, hi = np.quantile(est[1:], [tail, 1.0 - tail], axis=0)
+        out[g] = {
+            name: {"mean": float(est[0, j]), "lo": float(lo[j]), "hi": float(hi[j])}
+            for j, name in enumerate(COMPONENTS)
         }
     return out
 
