@@ -97,11 +97,17 @@ def _server_children(proc: subprocess.Popen[str], timeout: float = 60.0) -> list
     return []
 
 
+# Branch A only (the default profile also runs agents, judges and probes on `local`): these
+# tests are about the engine's lifecycle, not the golden design.
+A_ONLY = "    branch_engines: []\n    judge: {engines: []}\n    probes: {engines: []}\n"
+
+
 @pytest.mark.parametrize("how", ["sigint", "sigkill"])
 def test_no_orphan_after_interrupt_or_kill(project: Callable[..., Path], how: str) -> None:
     root = project()
     (root / "config/local-one.yaml").write_text(
         "suites:\n  golden:\n    engines: [local]\n    limit: 3\n    repeats: 2\n"
+        + A_ONLY
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "sealedeval.cli", "run", "golden", "--engine", "local", "-c",
@@ -123,6 +129,7 @@ def test_golden_through_the_embedded_model(project: Callable[..., Path]) -> None
     root = project()
     (root / "config/local-one.yaml").write_text(
         "suites:\n  golden:\n    engines: [local, reference]\n    limit: 3\n    repeats: 2\n"
+        + A_ONLY
     )
     run = subprocess.run(
         [sys.executable, "-m", "sealedeval.cli", "run", "golden", "-c", "config/local-one.yaml",

@@ -254,10 +254,16 @@ def test_judge_calls_come_in_prefix_sharing_order() -> None:
     """The server evaluates only what differs from the previous prompt, so judge calls are
     ordered to share long prefixes: calibration answers grouped by task, and per pair the
     four pairwise calls in the order right/wrong, right/padded, padded/right, wrong/right."""
-    import os
+    import itertools
 
     from sealedeval.config import load_config
     from sealedeval.suites.base import get_suite
+
+    def shared_prefix(a: str, b: str) -> str:
+        n = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        return a[:n]
 
     cfg = load_config(ROOT, ["config/embedded-full.yaml"])
     suite = get_suite("golden")
@@ -277,8 +283,8 @@ def test_judge_calls_come_in_prefix_sharing_order() -> None:
         "position/right-second",
     ]
     assert {r.item_id for r in pair_calls[:4]} == {"p01"}
-    for prev, cur in zip(pair_calls, pair_calls[1:], strict=False):
+    for prev, cur in itertools.pairwise(pair_calls):
         if prev.item_id != cur.item_id:
             continue
-        shared = os.path.commonprefix([prev.messages[1]["content"], cur.messages[1]["content"]])
+        shared = shared_prefix(prev.messages[1]["content"], cur.messages[1]["content"])
         assert shared.startswith("Question: ") and "\nAnswer A: " in shared, cur.condition
