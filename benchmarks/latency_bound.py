@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def main() -> int:
             rate, dispatch_s = sealed_path(srv.base_url, a.n, a.concurrency, tmp)
             walls.append(dispatch_s)
             totals.append(a.n / rate)
+        shutil.rmtree(tmp, ignore_errors=True)
     wall = statistics.median(walls)
     total = statistics.median(totals)
     print(f"N={a.n} L={a.latency_ms:.0f} ms ±{a.jitter:.0%} C={a.concurrency}: "
