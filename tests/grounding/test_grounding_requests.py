@@ -204,9 +204,11 @@ def test_engine_profiles_give_an_engine_its_own_design(tmp_path: Path) -> None:
 
 
 def test_default_config_runs_the_documented_embedded_subset_on_local() -> None:
-    """config/config.yaml: the embedded model runs the ``embedded`` subset (the counts README
-    and design.py document), reference and naive the whole default design."""
-    cfg = load_config(REPO)
+    """config/embedded-grounding.yaml: the embedded model runs the ``embedded`` subset (the counts
+    README and design.py document), reference and naive the whole default design; the default
+    profile leaves ``local`` out of grounding (its time budget) but keeps the same settings."""
+    assert "local" not in load_config(REPO).suite("grounding")["engines"]
+    cfg = load_config(REPO, ["config/embedded-grounding.yaml"])
     scfg = cfg.suite("grounding")
     assert {"local", "reference", "naive"} <= set(scfg["engines"])
     assert profile_for(cfg, "local") == "embedded"
