@@ -102,6 +102,10 @@ def _server_children(proc: subprocess.Popen[str], timeout: float = 60.0) -> list
 A_ONLY = "    branch_engines: []\n    judge: {engines: []}\n    probes: {engines: []}\n"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", ["sigint", "sigkill"])
 def test_no_orphan_after_interrupt_or_kill(project: Callable[..., Path], how: str) -> None:
     root = project()
@@ -114,6 +118,9 @@ def test_no_orphan_after_interrupt_or_kill(project: Callable[..., Path], how: st
         [sys.executable, "-m", "sealedeval.cli", "run", "golden", "--engine", "local", "-c",
          "config/local-one.yaml", "--no-progress"],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # as a terminal's Ctrl-C finds it: a test run started in the background of a
+        # non-interactive shell (nohup, `cmd &`) inherits SIGINT as ignored, and so would the run
+        preexec_fn=_default_sigint,
     )
     pids = _server_children(proc)
     assert pids, "the harness did not start a llama server"
