@@ -369,3 +369,20 @@ def test_read_only_results_dir_is_one_clear_error(
         assert quiet_fake.count() == 0
     finally:
         out_dir.chmod(stat.S_IRWXU)
+
+
+def test_unset_api_key_fails_before_anything_is_written(make_project: Callable[..., Path]) -> None:
+    """A configured but unset key variable: one line, exit 2, and no raw directory left behind."""
+    root = make_project()
+    cfg = write_fake_config(root, "http://127.0.0.1:9/v1", api_key_env="SEALEDEVAL_NO_SUCH_KEY")
+    env = {k: v for k, v in os.environ.items() if k != "SEALEDEVAL_NO_SUCH_KEY"}
+    r = subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", "run", "golden", "--engine", "fake", "-c",
+         str(cfg.relative_to(root)), "--no-progress"],
+        cwd=root, capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "sealedeval: error: engine 'fake': environment variable SEALEDEVAL_NO_SUCH_KEY is not set"
+    ]
+    assert not raw_dir(root, "golden", "fake").exists()

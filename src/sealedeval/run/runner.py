@@ -140,6 +140,7 @@ def run_suite(
     shard: tuple[int, int] | None = None,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
+    ecfg.api_key()  # an unset key variable fails here, before anything is written
     p = plan(cfg, suite_name, unsealed=unsealed)
     out_dir = raw_dir(cfg.root, suite_name, engine_name)
     log_dir = cfg.root / "logs" / "engines"
