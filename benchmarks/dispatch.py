@@ -100,30 +100,32 @@ def sealed_path(
     """
     from sealedeval.engines.openai_chat import OpenAIChatEngine
     from sealedeval.run.dispatcher import Dispatcher, RunStats
+    from sealedeval.run.gcpolicy import quiet_gc
     from sealedeval.seal.lock import SealState
     from sealedeval.store.raw import RawWriter
 
     out = tmp / f"raw-{time.monotonic_ns()}"
     cfg, suite, ecfg, items, n = prepare(n, base_url, conc)
-    t0 = time.perf_counter()
-    reqs = suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
-    engine = OpenAIChatEngine(ecfg)
-    writer = RawWriter(out, flush_rows=flush_rows, max_rows=max_rows)
-    seal = SealState("golden", "0" * 64, "", False)
+    with quiet_gc():  # as run_suite plans and dispatches
+        t0 = time.perf_counter()
+        reqs = suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
+        engine = OpenAIChatEngine(ecfg)
+        writer = RawWriter(out, flush_rows=flush_rows, max_rows=max_rows)
+        seal = SealState("golden", "0" * 64, "", False)
 
-    async def go() -> RunStats:
-        await engine.start()
-        try:
-            return await Dispatcher(engine, writer, seal, progress=False).run(
-                reqs, RunStats(requested=len(reqs))
-            )
-        finally:
-            await engine.close()
+        async def go() -> RunStats:
+            await engine.start()
+            try:
+                return await Dispatcher(engine, writer, seal, progress=False).run(
+                    reqs, RunStats(requested=len(reqs))
+                )
+            finally:
+                await engine.close()
 
-    t1 = time.perf_counter()
-    stats = asyncio.run(go())
-    writer.close()
-    t2 = time.perf_counter()
+        t1 = time.perf_counter()
+        stats = asyncio.run(go())
+        writer.close()
+        t2 = time.perf_counter()
     assert stats.ok == len(reqs), stats.line()
     assert writer.rows_written == len(reqs)
     shutil.rmtree(out)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.fakes import FakeOpenAI
 
 from sealedeval import __version__
-from sealedeval.canonical import compact
+from sealedeval.canonical import compact, normalise
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request
 from sealedeval.engines.openai_chat import OpenAIChatEngine
@@ -435,8 +435,11 @@ _json_leaf = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(),
+    st.integers(min_value=2**62, max_value=2**66),  # orjson's 64-bit edge
     st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=1e-6, max_value=1e17),  # where the float spellings change
     st.text(max_size=20),
+    st.text(st.characters(codec=None, categories=["Cs", "Cc", "Zl", "Co"]), max_size=6),
 )
 _json_tree = st.recursive(
     _json_leaf,
@@ -449,16 +452,88 @@ _json_tree = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+def _stdlib_compact(obj: Any) -> str:
+    """The canonical format's definition, without the fast paths."""
+    return json.dumps(
+        normalise(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+@settings(max_examples=600, deadline=None)
 @given(_json_tree)
-def test_canonical_json_is_byte_identical_to_compact(obj: Any) -> None:
+def test_compact_is_byte_identical_to_the_stdlib_definition(obj: Any) -> None:
+    """``compact`` (orjson for plain trees, a reused stdlib encoder otherwise) and the raw row's
+    ``canonical_json`` give exactly the bytes of ``json.dumps(normalise(obj), ...)``."""
     try:
-        expected = compact(obj)
+        expected = _stdlib_compact(obj)
     except (TypeError, ValueError) as e:  # unsortable keys, a float rounding to inf: both refuse
         with pytest.raises(type(e)):
-            canonical_json(obj)
+            compact(obj)
         return
+    assert compact(obj) == expected
     assert canonical_json(obj) == expected
+
+
+def test_compact_fast_path_edges() -> None:
+    for obj in (
+        [1e-05, 1e16, 1e15, 999999999999999.9, 1e-4, 0.0, -0.0, 2**64, 2**64 - 1, -(2**63) - 1],
+        {"a": "\ud800", "b": "\u2028\x7f\x00\n", "é": 1, "z": [True, None]},
+        {"\ud800": 1},
+        {1: "int key", "1": "str key", True: "bool key"},
+    ):
+        assert compact(obj) == _stdlib_compact(obj)
+
+
+_messages = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "user", "assistant"]), "content": st.text(max_size=40)}
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _messages,
+    st.dictionaries(st.text(max_size=6), _json_leaf, max_size=4),
+    st.lists(st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2), max_size=2),
+)
+def test_request_keys_and_bodies_reuse_the_encoded_messages_exactly(
+    msgs: list[dict[str, Any]], params: dict[str, Any], tools: list[dict[str, Any]]
+) -> None:
+    """The spliced request key is the sha256 of ``compact`` of the whole key document (keys of
+    existing raw runs stay valid), ``keyed_request`` hands its encoding to the request, and the
+    HTTP body is the payload, whichever way it is assembled."""
+    import dataclasses
+    import hashlib
+
+    from sealedeval.suites.base import keyed_request, request_key
+
+    for clash in ("messages", "model", "tools"):
+        params.pop(clash, None)
+    doc = {
+        "suite": "s", "item": "i\u00e9", "condition": "c", "repeat": 2, "engine": "e",
+        "model": "m", "params": params, "messages": msgs, "tools": tools,
+    }
+    try:
+        expected = hashlib.sha256(_stdlib_compact(doc).encode()).hexdigest()[:32]
+    except (TypeError, ValueError):  # a float rounding to inf, a lone surrogate: refused
+        with pytest.raises((TypeError, ValueError)):
+            request_key("s", "i\u00e9", "c", 2, "e", "m", params, msgs, tools)
+        return
+    assert request_key("s", "i\u00e9", "c", 2, "e", "m", params, msgs, tools) == expected
+    req = keyed_request("s", "i\u00e9", "c", 2, 7, "e", "m", params, msgs, tools=tools)
+    assert req.request_key == expected
+    assert req.__dict__["messages_json"] == _stdlib_compact(msgs) == req.messages_json
+    derived = dataclasses.replace(req, messages=({"role": "user", "content": "other"},))
+    assert derived.messages_json == '[{"content":"other","role":"user"}]'
+
+    eng = OpenAIChatEngine(EngineConfig(name="e", kind="openai_chat", model="m"))
+    # the server gets the payload with canonical values: the params the key was computed from
+    sent = eng.body(req).decode()
+    assert json.loads(sent) == json.loads(_stdlib_compact(eng.payload(req)))
+    assert sent.startswith('{"messages":' + req.messages_json + ",")
 
 
 def test_a_failed_background_write_stops_later_parts_and_surfaces_once(

@@ -76,7 +76,10 @@ def _analysis(doc: dict[str, Any]) -> str:
 
 def test_twenty_kill_9_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261129)
-    with FakeOpenAI(latency_s=0.02) as fake:
+    # 0.2 s per call at concurrency 4: an uninterrupted run takes seconds, so the kill points
+    # (0.3-2.5 s after launch: in start-up, in planning or mid-dispatch) land while work
+    # remains; at 20 ms a run finished inside the window once start-up got fast.
+    with FakeOpenAI(latency_s=0.2) as fake:
         clean = make_project(tmp_path / "clean")
         write_fake_config(clean, fake.base_url, repeats=4, concurrency=4)
         assert run_cli(clean, *RUN, timeout=120).returncode == 0
@@ -88,7 +91,7 @@ def test_twenty_kill_9_points_then_resume(tmp_path: Path) -> None:
         kills = 0
         for _ in range(20):
             p = cli_popen(root, *RUN)
-            time.sleep(rng.uniform(0.3, 2.0))
+            time.sleep(rng.uniform(0.3, 2.5))
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
                 kills += 1

@@ -40,14 +40,15 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
 from sealedeval.engines.openai_chat import _retry_after
 from sealedeval.errors import UserError
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_ENDPOINT: Final = "/api/v11/01-06-2025/analyze"
 TRANSIENT: Final = frozenset({"timeout", "connection", "rate_limit", "server"})
@@ -208,6 +209,8 @@ class KantestiEngine:
         return _Secrets(values[0], values[1])
 
     async def start(self) -> None:
+        import httpx  # lazily: every `sealedeval run` builds its engine through this registry
+
         self._secrets = self._credentials()
         limits = httpx.Limits(
             max_connections=self.config.concurrency,
@@ -223,6 +226,8 @@ class KantestiEngine:
     async def _post(self, pdf: bytes, name: str, timeout_s: float) -> dict[str, Any]:
         """One upload; returns the success body or raises a classified EngineError."""
         assert self._client is not None and self._secrets is not None
+        import httpx
+
         s = self._secrets
         data = {"username": s.username, "password": s.password, "language": self.language}
         files = {"file": (name, pdf, "application/pdf")}

@@ -23,8 +23,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, Request, engine_kind
 from sealedeval.engines.openai_chat import OpenAIChatEngine
@@ -164,6 +162,8 @@ class LlamaServer:
         finally:
             if out is not subprocess.DEVNULL:
                 out.close()  # type: ignore[union-attr]
+        import httpx  # lazily: only a starting local server needs it
+
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

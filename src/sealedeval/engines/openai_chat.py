@@ -18,9 +18,13 @@ classify every failure the same way (``tests/engines`` runs each test over both)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import orjson
+
+from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
 
@@ -79,6 +83,34 @@ def _classify(e: BaseException, timeout_s: float) -> EngineError:
     return EngineError("connection", f"{type(cause).__name__}: {cause}")
 
 
+def _loads(content: bytes) -> Any:
+    """Parse a response body: orjson (~4x faster), the stdlib where orjson refuses valid JSON
+    it cannot represent (integers beyond 64 bits); ``ValueError`` if neither can parse it."""
+    try:
+        return orjson.loads(content)
+    except ValueError:
+        return json.loads(content)
+
+
+_FLOAT_LITERAL = re.compile(rb"\d[.eE]")
+
+
+def _canonical_response(content: bytes, body: Any) -> str:
+    """``compact(body)``, cheaply when the bytes hold no float.
+
+    Every JSON float literal has a digit followed by ``.``, ``e`` or ``E``; without one
+    anywhere in the body (digits inside strings only cause false alarms) the parsed tree is
+    strings, ints, bools and None, which orjson writes exactly as ``compact`` does. With one,
+    or a value orjson refuses (a 65-bit int, a lone surrogate), ``compact`` itself runs.
+    """
+    if _FLOAT_LITERAL.search(content) is None:
+        try:
+            return str(orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode())
+        except TypeError:
+            pass
+    return compact(body)
+
+
 class _Reply(NamedTuple):
     """What the engine needs of an HTTP response, whichever client fetched it."""
 
@@ -91,7 +123,7 @@ class _Reply(NamedTuple):
         return self.content.decode("utf-8", errors="replace")
 
 
-def parse_completion(body: Any) -> Completion:
+def parse_completion(body: Any, response_json: str = "") -> Completion:
     """Validate a chat.completion body; anything else is ``malformed``."""
     if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
         raise EngineError("malformed", "response is not a chat completion", response={"raw": body})
@@ -113,6 +145,7 @@ def parse_completion(body: Any) -> Completion:
         tokens_out=int(usage.get("completion_tokens") or 0),
         finish_reason=finish,
         message=message,
+        response_json=response_json,
     )
     if finish == "length":
         raise EngineError("truncated", "output hit max_tokens", response=body, output_text=text)
@@ -185,6 +218,28 @@ class OpenAIChatEngine:
             body["tools"] = list(request.tools)
         return body
 
+    def body(self, request: Request) -> bytes:
+        """The POST body: ``payload`` as compact JSON with canonical values, assembled from the
+        request's already-encoded parts (messages first, then model, params, tools).
+
+        ``Request.messages_json`` and ``params_json`` are encoded once for the request key and
+        the raw row; for a 4 KB prompt, encoding it again here was the largest part of building
+        a call. The server therefore receives exactly the canonical params the key was computed
+        from (floats to 10 significant digits, non-finite as null). Params that would collide
+        with the assembled fields (``messages``, ``model``, ``tools``) take the plain path.
+        """
+        params = request.params
+        if "messages" in params or "model" in params or "tools" in params:
+            return compact(self.payload(request)).encode()
+        parts = ['{"messages":', request.messages_json, ',"model":', compact(self.config.model)]
+        pj = request.params_json
+        if pj != "{}":
+            parts += [",", pj[1:-1]]
+        if request.tools:
+            parts += [',"tools":', compact(list(request.tools))]
+        parts.append("}")
+        return "".join(parts).encode()
+
     async def _post(self, data: bytes) -> _Reply:
         """One POST; transport failures are classified here, HTTP statuses by the caller."""
         if self._session is not None:
@@ -205,11 +260,7 @@ class OpenAIChatEngine:
     async def complete(self, request: Request) -> Completion:
         if self._session is None and self._client is None:
             await self.start()
-        # The same compact encoding httpx's ``json=`` sends.
-        data = json.dumps(
-            self.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
-        resp = await self._post(data)
+        resp = await self._post(self.body(request))
         status = resp.status
         if status == 429:
             raise EngineError(
@@ -232,7 +283,7 @@ class OpenAIChatEngine:
                 response={"status": status, "text": resp.text[:2000]},
             )
         try:
-            body = json.loads(resp.content)
+            body = _loads(resp.content)
         except ValueError:
             ctype = resp.headers.get("content-type", "")
             raise EngineError(
@@ -240,4 +291,4 @@ class OpenAIChatEngine:
                 f"HTTP 200 with a body that is not JSON ({ctype or 'no content-type'})",
                 response={"status": 200, "text": resp.text[:2000]},
             ) from None
-        return parse_completion(body)
+        return parse_completion(body, _canonical_response(resp.content, body))

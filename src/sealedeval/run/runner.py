@@ -25,6 +25,7 @@ from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.run.dispatcher import Dispatcher, RunStats
+from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.seal import lock
 from sealedeval.store.raw import (
     RawRecord,
@@ -34,7 +35,7 @@ from sealedeval.store.raw import (
     latest_rows,
     raw_dir,
     raw_files,
-    read_raw,
+    read_columns,
 )
 from sealedeval.suites.base import Suite, derive_seed, get_suite
 
@@ -71,7 +72,7 @@ def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[
     files = [f for f in raw_files(root, suite) if f.parent.name == engine]
     if not files:
         return set()
-    t = read_raw(files).select(["request_key", "status", "rubric_sha256", "sealed"])
+    t = read_columns(files, ["request_key", "status", "rubric_sha256", "sealed"])
     where = raw_dir(root, suite, engine)
     other = set(pc.unique(t.column("rubric_sha256")).to_pylist()) - {seal.rubric_sha256}
     if other:
@@ -84,8 +85,13 @@ def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[
             f"{where}: holds rows run with --unsealed; a sealed run cannot reuse them "
             "(move them aside)"
         )
-    ok = t.filter(pc.equal(t.column("status"), "ok")).column("request_key")
-    return set(ok.to_pylist())
+    # The "ok" scalar is taken from the column itself: converting a Python value to an Arrow
+    # scalar imports pandas, ~0.3 s of the start-up of every run.
+    status = t.column("status")
+    ok_value = [v for v in pc.unique(status) if v.as_py() == "ok"]
+    if not ok_value:
+        return set()
+    return set(t.filter(pc.equal(status, ok_value[0])).column("request_key").to_pylist())
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -138,6 +144,26 @@ def run_suite(
     max_part_rows: int = 8192,
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
+) -> RunStats:
+    """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``)."""
+    with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
+        return _run_suite(
+            cfg, suite_name, engine_name, unsealed=unsealed, progress=progress,
+            flush_rows=flush_rows, max_part_rows=max_part_rows, limit=limit, shard=shard,
+        )
+
+
+def _run_suite(
+    cfg: Config,
+    suite_name: str,
+    engine_name: str,
+    *,
+    unsealed: bool,
+    progress: bool,
+    flush_rows: int,
+    max_part_rows: int,
+    limit: int | None,
+    shard: tuple[int, int] | None,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written

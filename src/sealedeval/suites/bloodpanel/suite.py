@@ -34,7 +34,7 @@ from sealedeval.canonical import compact
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
-from sealedeval.suites.base import derive_seed, request_key, suites
+from sealedeval.suites.base import derive_seed, keyed_request, suites
 from sealedeval.suites.bloodpanel import plan, prompts
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
 from sealedeval.suites.bloodpanel.reference import reference_report
@@ -324,20 +324,10 @@ class BloodpanelSuite:
                 }
                 if chat:
                     params["response_format"] = fmt
-                key = request_key(
-                    self.name, str(item["id"]), CONDITION, rep, engine.name, model, params, msgs
-                )
                 out.append(
-                    Request(
-                        key,
-                        self.name,
-                        str(item["id"]),
-                        CONDITION,
-                        rep,
-                        s,
-                        tuple(msgs),
-                        params,
-                        item=dict(item),
+                    keyed_request(
+                        self.name, str(item["id"]), CONDITION, rep, s, engine.name, model,
+                        params, msgs, item=item,
                     )
                 )
         return out

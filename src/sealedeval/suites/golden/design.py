@@ -28,7 +28,7 @@ from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.run.agent import TOOL_SPECS
-from sealedeval.suites.base import derive_seed, request_key
+from sealedeval.suites.base import derive_seed, keyed_request
 from sealedeval.suites.golden import prompts
 
 SUITE = "golden"
@@ -143,21 +143,9 @@ def make_request(
     tools: Sequence[Mapping[str, Any]] = (),
     solver: str = "single",
 ) -> Request:
-    key = request_key(
-        SUITE, item_id, condition, rep, engine.name, model, params, msgs, tuple(tools)
-    )
-    return Request(
-        key,
-        SUITE,
-        item_id,
-        condition,
-        rep,
-        seed,
-        tuple(dict(m) for m in msgs),
-        dict(params),
-        item=dict(item),
-        tools=tuple(dict(t) for t in tools),
-        solver=solver,
+    return keyed_request(
+        SUITE, item_id, condition, rep, seed, engine.name, model, params, msgs,
+        item=item, tools=tools, solver=solver,
     )
 
 

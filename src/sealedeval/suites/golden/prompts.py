@@ -5,6 +5,7 @@ are never rendered into an answer prompt (a judge prompt shows the reference by 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sealedeval.run.agent import json_protocol_help
@@ -28,17 +29,29 @@ def messages(task: Mapping[str, Any], files: Mapping[str, str]) -> list[dict[str
     """The files first: the judge's prompts open with the same block, so the server reuses the
     evaluated prefix across answer and judge calls (the instructions come after it)."""
     return [
-        {"role": "system", "content": f"{judge_context(files)}\n\n{SYSTEM}"},
+        {"role": "system", "content": _answer_system(tuple(files.items()))},
         {"role": "user", "content": str(task["prompt"])},
     ]
 
 
+@lru_cache(maxsize=64)
+def _answer_system(files: tuple[tuple[str, str], ...]) -> str:
+    """The ~4 KB system text, built once per directory variant (every task and repeat over the
+    same files shares it; rebuilding it per request was a tenth of rendering a request)."""
+    return f"{judge_context(dict(files))}\n\n{SYSTEM}"
+
+
 def leak_check(task: Mapping[str, Any], msgs: Sequence[Mapping[str, Any]]) -> None:
     """The reference sentence must never be in what the engine sees."""
-    text = "\n".join(str(m["content"]) for m in msgs).lower()
-    answer = str(task["answer"]).strip().lower()
-    if answer and answer in text:
+    if _leaks(str(task["answer"]), tuple(str(m["content"]) for m in msgs)):
         raise ValueError(f"golden task {task['id']}: reference answer appears in the prompt")
+
+
+@lru_cache(maxsize=4096)
+def _leaks(answer: str, contents: tuple[str, ...]) -> bool:
+    """Checked once per distinct prompt: repeats send the same ~4 KB text many times."""
+    needle = answer.strip().lower()
+    return bool(needle) and needle in "\n".join(contents).lower()
 
 
 # -- the agent branches: no files in the prompt, tools instead -----------------------------------

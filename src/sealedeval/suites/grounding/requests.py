@@ -24,7 +24,7 @@ from typing import Any
 
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Request
-from sealedeval.suites.base import derive_seed, request_key
+from sealedeval.suites.base import derive_seed, keyed_request
 from sealedeval.suites.grounding.design import Design, RequestSpec
 from sealedeval.suites.grounding.suite import (
     GroundingData,
@@ -181,9 +181,6 @@ def build_requests(
             "response_format": response_format_for(first),
         }
         condition = condition_label(specs, data)
-        key = request_key(
-            SUITE, first.item_id, condition, first.replicate, engine.name, model, params, messages
-        )
         item = {
             "request_id": first.request_id,
             "track": first.track,
@@ -195,17 +192,9 @@ def build_requests(
             "prior": {},
         }
         out.append(
-            Request(
-                request_key=key,
-                suite=SUITE,
-                item_id=first.item_id,
-                condition=condition,
-                repeat=first.replicate,
-                seed=req_seed,
-                messages=tuple(dict(m) for m in messages),
-                params=params,
-                item=item,
-                solver=_solver(specs),
+            keyed_request(
+                SUITE, first.item_id, condition, first.replicate, req_seed, engine.name, model,
+                params, messages, item=item, solver=_solver(specs),
             )
         )
     return out
