@@ -479,7 +479,7 @@ def test_compact_fast_path_edges() -> None:
         [1e-05, 1e16, 1e15, 999999999999999.9, 1e-4, 0.0, -0.0, 2**64, 2**64 - 1, -(2**63) - 1],
         {"a": "\ud800", "b": "\u2028\x7f\x00\n", "é": 1, "z": [True, None]},
         {"\ud800": 1},
-        {1: "int key", "1": "str key", True: "bool key"},
+        {1: "int key", "1": "str key", 0.5: "float key", None: "none key"},
     ):
         assert compact(obj) == _stdlib_compact(obj)
 
@@ -510,8 +510,7 @@ def test_request_keys_and_bodies_reuse_the_encoded_messages_exactly(
 
     from sealedeval.suites.base import keyed_request, request_key
 
-    for clash in ("messages", "model", "tools"):
-        params.pop(clash, None)
+    params.pop("messages", None)
     doc = {
         "suite": "s", "item": "i\u00e9", "condition": "c", "repeat": 2, "engine": "e",
         "model": "m", "params": params, "messages": msgs, "tools": tools,
@@ -530,10 +529,23 @@ def test_request_keys_and_bodies_reuse_the_encoded_messages_exactly(
     assert derived.messages_json == '[{"content":"other","role":"user"}]'
 
     eng = OpenAIChatEngine(EngineConfig(name="e", kind="openai_chat", model="m"))
-    # the server gets the payload with canonical values: the params the key was computed from
+    try:
+        plain = json.dumps(eng.payload(req), ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN/inf in the params: no JSON body either way
+        with pytest.raises(ValueError):
+            eng.body(req)
+        return
     sent = eng.body(req).decode()
-    assert json.loads(sent) == json.loads(_stdlib_compact(eng.payload(req)))
+    assert json.loads(sent) == json.loads(plain)
     assert sent.startswith('{"messages":' + req.messages_json + ",")
+    # params and tools keep their order (a response_format schema's property order is the
+    # order a constrained decoder writes the fields in)
+    assert [k for k in json.loads(sent) if k != "messages"] == [
+        k for k in json.loads(plain) if k != "messages"
+    ]
+    fmt = {"type": "object", "properties": {"zeta": {}, "alpha": {}}}
+    ordered = keyed_request("s", "i", "c", 0, 1, "e", "m", {"response_format": fmt}, msgs)
+    assert '"properties":{"zeta":{},"alpha":{}}' in eng.body(ordered).decode()
 
 
 def test_a_failed_background_write_stops_later_parts_and_surfaces_once(

@@ -92,6 +92,9 @@ def _loads(content: bytes) -> Any:
         return json.loads(content)
 
 
+_encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""The compact encoding httpx's ``json=`` sends; key order kept."""
+
 _FLOAT_LITERAL = re.compile(rb"\d[.eE]")
 
 
@@ -219,26 +222,23 @@ class OpenAIChatEngine:
         return body
 
     def body(self, request: Request) -> bytes:
-        """The POST body: ``payload`` as compact JSON with canonical values, assembled from the
-        request's already-encoded parts (messages first, then model, params, tools).
+        """The POST body: ``payload`` as compact JSON, the messages spliced in pre-encoded.
 
-        ``Request.messages_json`` and ``params_json`` are encoded once for the request key and
-        the raw row; for a 4 KB prompt, encoding it again here was the largest part of building
-        a call. The server therefore receives exactly the canonical params the key was computed
-        from (floats to 10 significant digits, non-finite as null). Params that would collide
-        with the assembled fields (``messages``, ``model``, ``tools``) take the plain path.
+        ``Request.messages_json`` is already encoded for the request key and the raw row; for a
+        4 KB prompt, encoding it a third time was the largest part of building a call. Only the
+        messages come canonical (a chat message's field order means nothing to a server); the
+        model, params and tools keep their order, because order does mean something there: a
+        ``response_format`` JSON schema's property order is the order a constrained decoder
+        (llama.cpp's grammar, OpenAI's structured outputs) writes the fields in. A ``messages``
+        key in the params would collide, so that (never used) case takes the plain path.
         """
-        params = request.params
-        if "messages" in params or "model" in params or "tools" in params:
-            return compact(self.payload(request)).encode()
-        parts = ['{"messages":', request.messages_json, ',"model":', compact(self.config.model)]
-        pj = request.params_json
-        if pj != "{}":
-            parts += [",", pj[1:-1]]
+        rest: dict[str, Any] = {"model": self.config.model}
+        rest.update(request.params)
         if request.tools:
-            parts += [',"tools":', compact(list(request.tools))]
-        parts.append("}")
-        return "".join(parts).encode()
+            rest["tools"] = list(request.tools)
+        if "messages" in rest:
+            return _encode_body(self.payload(request)).encode()
+        return ('{"messages":' + request.messages_json + "," + _encode_body(rest)[1:]).encode()
 
     async def _post(self, data: bytes) -> _Reply:
         """One POST; transport failures are classified here, HTTP statuses by the caller."""
