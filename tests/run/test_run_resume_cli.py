@@ -386,3 +386,34 @@ def test_unset_api_key_fails_before_anything_is_written(make_project: Callable[.
         "sealedeval: error: engine 'fake': environment variable SEALEDEVAL_NO_SUCH_KEY is not set"
     ]
     assert not raw_dir(root, "golden", "fake").exists()
+
+
+@pytest.mark.parametrize("damage", ["not parquet", "no status column"])
+def test_a_damaged_part_stops_the_resume_scan_with_one_line(
+    make_project: Callable[..., Path],
+    quiet_fake: FakeOpenAI,
+    cli: Callable[..., Result],
+    damage: str,
+) -> None:
+    """The resume scan reads four columns of every stored part: a part that is not Parquet, or
+    lacks one of them, is named in one line (exit 2) before any call, and nothing is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = make_project()
+    write_fake_config(root, quiet_fake.base_url, repeats=0)
+    out_dir = raw_dir(root, "golden", "fake")
+    out_dir.mkdir(parents=True)
+    bad = out_dir / "part-20261130T000000-damaged-00000.parquet"
+    if damage == "not parquet":
+        bad.write_bytes(b"PAR1 this is not a parquet file")
+        expected = "corrupt raw-run part"
+    else:
+        pq.write_table(pa.table({"request_key": ["k"], "rubric_sha256": ["x"]}), bad)
+        expected = "corrupt raw-run part (no column 'status')"
+    proc = cli(root, *RUN)
+    err = one_line_error(proc)
+    assert str(bad.relative_to(root)) in err or str(bad) in err, err
+    assert expected in err, err
+    assert sorted(p.name for p in out_dir.iterdir()) == [bad.name]  # no part, temp or marker
+    assert quiet_fake.count() == 0

@@ -14,9 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from sealedeval import __version__
 from sealedeval.canonical import dumps
@@ -26,7 +24,7 @@ from sealedeval.fsutil import sha256_file
 from sealedeval.graders.stage import grade
 from sealedeval.run.runner import suite_seed
 from sealedeval.seal import lock
-from sealedeval.store.raw import all_true, latest_records, part_rows, raw_files
+from sealedeval.store.raw import all_true, latest_records, part_rows, raw_files, read_columns
 from sealedeval.suites.base import get_suite
 
 RESULT = Path("results/result.json")
@@ -97,10 +95,7 @@ def _attempt_summary(files: list[Path]) -> _Attempts:
     out = _Attempts(Counter(), set(), set(), True)
     cols = ["engine", "sealed", "seal_commit", "rubric_sha256"]
     for f in files:
-        try:
-            t = pq.read_table(f, columns=cols)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise UserError(f"{f}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+        t = read_columns([f], cols)
         if t.num_rows == 0:
             continue
         for v in pc.value_counts(t.column("engine")).to_pylist():

@@ -56,11 +56,6 @@ class RunStats:
         )
 
 
-def canonical_json(obj: Any) -> str:
-    """``canonical.compact`` (kept under this name: the raw row's JSON columns use it)."""
-    return compact(obj)
-
-
 _second: list[Any] = [-1, ""]
 
 
@@ -179,12 +174,12 @@ class Dispatcher:
         else:
             c = res.completion
             row = self._row(req, started, t0, attempts.n)
-            row["response"] = c.response_json or canonical_json(c.response)
+            row["response"] = c.response_json or compact(c.response)
             row["output_text"] = c.output_text
             row["finish_reason"] = c.finish_reason
             row["engine_path"] = c.engine_path
             if res.trajectory:
-                row["trajectory"] = canonical_json(res.trajectory)
+                row["trajectory"] = compact(res.trajectory)
             row["tokens_in"] = res.tokens_in if res.tokens_in is not None else c.tokens_in
             row["tokens_out"] = res.tokens_out if res.tokens_out is not None else c.tokens_out
             stats.ok += 1

@@ -172,6 +172,11 @@ class RawWriter:
                 self._pool = None
 
 
+def _corrupt(path: Path, e: Exception | str) -> UserError:
+    """The one-line error for a part that is not valid Parquet or lacks a raw column."""
+    return UserError(f"{path}: corrupt raw-run part ({str(e).splitlines()[0]})")
+
+
 def read_raw(paths: Sequence[Path]) -> pa.Table:
     """Concatenate parts; a part that is not valid Parquet is a one-line user error."""
     tables = []
@@ -179,7 +184,7 @@ def read_raw(paths: Sequence[Path]) -> pa.Table:
         try:
             t = pq.read_table(p, schema=RAW_SCHEMA)
         except (pa.ArrowInvalid, OSError) as e:
-            raise UserError(f"{p}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+            raise _corrupt(p, e) from e
         tables.append(t)
     if not tables:
         return RAW_SCHEMA.empty_table()
@@ -198,10 +203,10 @@ def read_columns(paths: Sequence[Path], columns: Sequence[str]) -> pa.Table:
         try:
             t = pq.ParquetFile(p).read(columns=list(columns))
         except (pa.ArrowInvalid, OSError) as e:
-            raise UserError(f"{p}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+            raise _corrupt(p, e) from e
         missing = [c for c in columns if c not in t.column_names]
         if missing:  # ParquetFile.read skips unknown columns silently
-            raise UserError(f"{p}: raw-run part lacks column {missing[0]!r}")
+            raise _corrupt(p, f"no column {missing[0]!r}")
         t = t.select(list(columns))
         tables.append(t.cast(schema) if t.schema != schema else t)
     return pa.concat_tables(tables) if tables else schema.empty_table()
@@ -271,13 +276,11 @@ def _column_batches(paths: Sequence[Path], batch_rows: int) -> Iterator[list[lis
             pf = pq.ParquetFile(p, read_dictionary=_SHARED)
             missing = set(_COLUMNS) - set(pf.schema_arrow.names)
             if missing:
-                raise UserError(
-                    f"{p}: corrupt raw-run part (no column {sorted(missing)[0]!r})"
-                )
+                raise _corrupt(p, f"no column {sorted(missing)[0]!r}")
             for batch in pf.iter_batches(batch_size=batch_rows, columns=list(_COLUMNS)):
                 yield [_pylist(batch.column(c), pools[i]) for i, c in enumerate(_COLUMNS)]
         except (pa.ArrowInvalid, OSError) as e:
-            raise UserError(f"{p}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+            raise _corrupt(p, e) from e
 
 
 def iter_raw(paths: Sequence[Path], *, batch_rows: int = 65_536) -> Iterator[RawRecord]:
@@ -300,7 +303,7 @@ def part_rows(path: Path) -> int:
     try:
         return int(pq.read_metadata(path).num_rows)
     except (pa.ArrowInvalid, OSError) as e:
-        raise UserError(f"{path}: corrupt raw-run part ({str(e).splitlines()[0]})") from e
+        raise _corrupt(path, e) from e
 
 
 Row = TypeVar("Row", bound=Mapping[str, Any])
