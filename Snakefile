@@ -9,6 +9,10 @@ configfile: "config/config.yaml"
 
 
 validate(config, "config/schemas/config.schema.yaml")
+# Each suite's own schema (shipped with the suite) for its section, defaults applied.
+from sealedeval.config import validate_workflow_config
+
+validate_workflow_config(config)
 
 
 # Cheap rules run on the submitting host, never as cluster jobs (profiles/slurm).

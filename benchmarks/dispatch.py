@@ -52,7 +52,7 @@ from _server import Server  # noqa: E402
 def prepare(n: int, base_url: str, concurrency: int) -> tuple[Any, Any, Any, list[Any], int]:
     """Config, suite and items for about ``n`` golden requests (untimed: start-up work)."""
     from sealedeval.config import load_config
-    from sealedeval.suites.base import get_suite
+    from sealedeval.plugins import get_suite
 
     engines = {
         "bench": {

@@ -92,7 +92,7 @@ import json, sys, time
 from pathlib import Path
 import sealedeval.publish.build as B
 from sealedeval.config import load_config
-from sealedeval.suites.base import get_suite
+from sealedeval.plugins import get_suite
 phases = {}
 def timed(owner, name, label):
     f = getattr(owner, name)

@@ -1,6 +1,8 @@
 rule analyze:
     input:
-        "results/graded/{suite}.parquet",
+        graded="results/graded/{suite}.parquet",
+        suite_items="results/items/{suite}.parquet",
+        runs=run_markers,
     output:
         "results/analysis/{suite}.json",
     log:

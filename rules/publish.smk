@@ -1,15 +1,14 @@
+# Publish reads only the analysis and graded files (and the raw manifest): it knows no suite.
 rule publish:
     input:
         analyses=expand("results/analysis/{suite}.json", suite=SUITES),
+        graded=expand("results/graded/{suite}.parquet", suite=SUITES),
         runs=all_run_markers,
     output:
         result="results/result.json",
         report="results/report.md",
-        # One CSV per bloodpanel engine (known statically from the config).
-        scorecards=expand(
-            "results/scorecards/bloodpanel-{engine}.csv",
-            engine=suite_engines("bloodpanel") if "bloodpanel" in SUITES else [],
-        ),
+        # Each suite decides its scorecard files (publish.scorecards): a directory output.
+        scorecards=directory("results/scorecards"),
     log:
         "logs/publish.log",
     conda:

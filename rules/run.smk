@@ -5,6 +5,7 @@
 rule run:
     input:
         lock=ancient("rubric.lock"),
+        suite_items=ancient("results/items/{suite}.parquet"),
     output:
         "results/raw/{suite}/{engine}/_run.json",
     log:
@@ -25,6 +26,7 @@ rule run:
 rule run_shard:
     input:
         lock=ancient("rubric.lock"),
+        suite_items=ancient("results/items/{suite}.parquet"),
     output:
         "results/raw/{suite}/{engine}/_run.{shard}.json",
     log:

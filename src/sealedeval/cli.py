@@ -21,11 +21,13 @@ def _cfg(args: argparse.Namespace) -> Config:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
+    from sealedeval.plugins import get_suite
     from sealedeval.seal import lock
-    from sealedeval.suites.base import all_suites
 
-    root = Path(args.root).resolve()
-    doc = lock.write(root, {s.name: s.rubric_inputs() for s in all_suites()})
+    cfg = _cfg(args)
+    root = cfg.root
+    names = sorted(cfg.data.get("suites", {}))
+    doc = lock.write(root, {n: get_suite(n).rubric_inputs() for n in names})
     for name, entry in doc["suites"].items():
         print(f"{name}: {len(entry['files'])} inputs, sha256 {entry['sha256']}")
     print(f"wrote {lock.LOCK_NAME} (combined {doc['sha256']}); commit it before the first run:")
@@ -39,7 +41,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
         extra += f" {timestamp.TSR_NAME}" + (f" {timestamp.CHAIN_NAME}" if args.tsa_ca else "")
     if args.zenodo:
         from sealedeval.archive.deposit import preregister
-        from sealedeval.seal.audit import PREREG_NAME
+        from sealedeval.seal.lock import PREREG_NAME
 
         rec = preregister(
             _cfg(args), publish=args.publish, sandbox=args.sandbox, embargo=args.embargo,
@@ -53,10 +55,16 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from sealedeval.run.items import write_items
+    from sealedeval.plugins import get_suite
+    from sealedeval.seal import lock
+    from sealedeval.stages.pipeline import write_items
 
     cfg = _cfg(args)
-    path, n = write_items(cfg, args.suite, unsealed=args.unsealed)
+    cfg.suite(args.suite)
+    state = lock.check(
+        cfg.root, args.suite, get_suite(args.suite).rubric_inputs(), unsealed=args.unsealed
+    )
+    path, n = write_items(cfg, args.suite, state.rubric_sha256)
     print(f"{args.suite}: {n} items → {path.relative_to(cfg.root)}")
     return 0
 
@@ -77,43 +85,59 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from sealedeval.graders.stage import write_graded
-    from sealedeval.publish.build import build_suite
+    from sealedeval.stages import artifacts
+    from sealedeval.stages.pipeline import graded_rows, latest, load_items, rows_rubric
 
     cfg = _cfg(args)
-    sb = build_suite(cfg, args.suite)
-    out = cfg.root / "results" / "graded" / f"{args.suite}.parquet"
-    write_graded(out, sb.graded)
-    print(f"{args.suite}: {len(sb.graded)} graded rows → {out.relative_to(cfg.root)}")
+    rows = latest(cfg, args.suite)
+    items = load_items(cfg, args.suite, rows_rubric(rows))
+    graded = graded_rows(cfg, args.suite, items, rows)
+    out = artifacts.graded_path(cfg.root, args.suite)
+    artifacts.write_graded(out, graded)
+    print(f"{args.suite}: {len(graded)} graded rows → {out.relative_to(cfg.root)}")
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from sealedeval.canonical import dumps
-    from sealedeval.fsutil import write_text_atomic
-    from sealedeval.publish.build import build_suite
+    from sealedeval.stages import artifacts
+    from sealedeval.stages.pipeline import analysis_doc, latest, load_items, rows_rubric
 
     cfg = _cfg(args)
-    sb = build_suite(cfg, args.suite)
-    out = cfg.root / "results" / "analysis" / f"{args.suite}.json"
-    write_text_atomic(out, dumps(sb.analysis))
+    rows = latest(cfg, args.suite)
+    items = load_items(cfg, args.suite, rows_rubric(rows))
+    src = artifacts.graded_path(cfg.root, args.suite)
+    if not src.exists():
+        raise UserError(f"{src.relative_to(cfg.root)}: missing; run `sealedeval grade` first")
+    doc = analysis_doc(cfg, args.suite, items, artifacts.read_graded(src), rows)
+    out = artifacts.analysis_path(cfg.root, args.suite)
+    artifacts.write_analysis(out, doc)
     print(f"{args.suite}: analysis → {out.relative_to(cfg.root)}")
     return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    import json
+
     from sealedeval.fsutil import write_text_atomic
     from sealedeval.publish.build import REPORT_MD, RESULT, build
+    from sealedeval.publish.scorecards import write_scorecards
 
     cfg = _cfg(args)
     text, report = build(cfg)
     write_text_atomic(cfg.root / RESULT, text)
     write_text_atomic(cfg.root / REPORT_MD, report)
     print(f"wrote {RESULT} and {REPORT_MD}")
-    from sealedeval.publish.scorecard import write_scorecards
-
-    for path in write_scorecards(cfg):
+    for path in write_scorecards(cfg.root, json.loads(text)):
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_suites(args: argparse.Namespace) -> int:
+    from sealedeval.plugins import suite_info, suites
+
+    for name in suites.names():
+        info = suite_info(name)
+        print(f"{name:<16} {info['source']} {info['version']}")
     return 0
 
 
@@ -139,7 +163,7 @@ def cmd_pdf(args: argparse.Namespace) -> int:
     from sealedeval.publish.build import REPORT_MD, RESULT
     from sealedeval.publish.pdf import REPORT_PDF, build_pdf, figure_pngs
     from sealedeval.seal import timestamp
-    from sealedeval.seal.audit import PREREG_NAME
+    from sealedeval.seal.lock import PREREG_NAME
 
     cfg = _cfg(args)
     for rel in (RESULT, REPORT_MD):
@@ -197,10 +221,10 @@ def cmd_deposit(args: argparse.Namespace) -> int:
 
 def cmd_regrade(args: argparse.Namespace) -> int:
     from sealedeval.canonical import dumps
-    from sealedeval.suites.base import get_suite
+    from sealedeval.plugins import get_suite, hook
 
     suite = get_suite(args.suite)
-    regrade = getattr(suite, "regrade", None)
+    regrade = hook(suite, "regrade")
     if regrade is None:
         raise UserError(f"suite {args.suite!r} cannot regrade external responses")
     res = regrade(Path(args.root).resolve(), args.profile, args.format, Path(args.file))
@@ -224,7 +248,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from sealedeval.seal.audit import Auditor, failed, render
+    from sealedeval.audit import Auditor, failed, render
 
     cfg = _cfg(args)
     checks = Auditor(cfg, allow_unsealed=args.allow_unsealed).run()
@@ -289,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("publish", parents=[common], help="write result.json and report.md")
     s.set_defaults(fn=cmd_publish)
+
+    s = sub.add_parser("suites", parents=[common], help="list registered suites (and sources)")
+    s.set_defaults(fn=cmd_suites)
 
     s = sub.add_parser("figures", parents=[common], help="result.json → results/figures/")
     s.set_defaults(fn=cmd_figures)

@@ -178,6 +178,32 @@ def _relative(root: Path, p: Path) -> Path:
     return p
 
 
+COMMON_SUITE_KEYS = ("kind", "enabled", "engines", "shards")
+"""Keys every suite section may have (the central schema checks them); a suite's own schema
+need not repeat them."""
+
+
+def _validate_suites(merged: dict[str, Any], where: str) -> None:
+    """Each suite's section against the suite's own schema (defaults applied from it)."""
+    from sealedeval.plugins import suite_config_schema
+
+    for name, section in merged.get("suites", {}).items():
+        schema = suite_config_schema(str(section.get("kind") or name))
+        if schema is None:
+            continue
+        own = set(schema.get("properties", {}))
+        common = {k: v for k, v in section.items() if k in COMMON_SUITE_KEYS and k not in own}
+        body = {k: v for k, v in section.items() if k not in common}
+        validate(body, schema, f"{where}: suites.{name}")
+        merged["suites"][name] = _apply_defaults(schema, body) | common
+
+
+def validate_workflow_config(config: dict[str, Any]) -> None:
+    """For the Snakefile: the per-suite schemas, as ``load_config`` applies them (Snakemake's
+    own ``validate`` checks the central schema). A violation stops the workflow at parse time."""
+    _validate_suites(config, "config")
+
+
 def load_config(
     root: Path, files: Sequence[Path | str] = (), overrides: Mapping[str, Any] | None = None
 ) -> Config:
@@ -202,6 +228,7 @@ def load_config(
     schema = load_schema(root)
     validate(merged, schema, where)
     merged = _apply_defaults(schema, merged)
+    _validate_suites(merged, where)
     cfg = Config(root=root, data=merged, sources=tuple(sources))
     for suite in cfg.enabled_suites():
         for engine in cfg.suite(suite).get("engines", []):

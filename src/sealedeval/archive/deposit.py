@@ -82,7 +82,7 @@ def preregister(
 ) -> dict[str, Any]:
     """Deposit rubric.lock (and its RFC 3161 token, if any) as a pre-registration record."""
     from sealedeval.seal import timestamp
-    from sealedeval.seal.audit import PREREG_NAME
+    from sealedeval.seal.lock import PREREG_NAME
     from sealedeval.seal.lock import LOCK_NAME
 
     root = cfg.root

@@ -1,6 +1,8 @@
 """Engines: registry of kinds and the common request/completion contract."""
 
 from sealedeval.engines.base import (
+    Capabilities,
+    capabilities,
     Completion,
     Engine,
     EngineError,
@@ -9,4 +11,4 @@ from sealedeval.engines.base import (
     engine_kinds,
 )
 
-__all__ = ["Completion", "Engine", "EngineError", "Request", "build_engine", "engine_kinds"]
+__all__ = ["Capabilities", "Completion", "Engine", "EngineError", "Request", "build_engine", "capabilities", "engine_kinds"]

@@ -8,7 +8,7 @@ so kinds stay small. Kinds register a factory by name (``@engine_kind("openai_ch
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ class Request:
         The request key, the HTTP body and the raw row's ``messages`` column all need these
         bytes; a golden prompt is ~4 KB, and encoding it three times per call was a fifth of the
         dispatcher's CPU on a fast server. Suites that already encoded the messages for the key
-        hand the text over (``suites.base.keyed_request``); a request derived with
+        hand the text over (``keys.keyed_request``); a request derived with
         ``dataclasses.replace`` is a new object and encodes its own messages.
         """
         return compact(list(self.messages))
@@ -109,16 +109,68 @@ class Engine(Protocol):
     async def complete(self, request: Request) -> Completion: ...
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do, declared by its kind (and refined by its config).
+
+    Suites plan requests from these, never from kind names: a new kind (or a user's engine from
+    an entry point) gets the right prompts by declaring what it supports.
+
+    - ``chat``: takes chat messages and generation params (temperature, max_tokens, seed...);
+      False for engines that take the item itself (the reference ceiling, a PDF upload service).
+    - ``json_schema``: honours ``response_format`` with a JSON Schema (constrained decoding).
+    - ``bounded_output``: a small model whose constrained answer must be bounded in length to
+      close within ``max_tokens`` (the embedded model); suites give it length-limited schemas.
+    - ``logprobs``: token log-probabilities of a given text (in-process probes).
+    - ``tool_protocol``: ``native`` (OpenAI tool calling) or ``json`` (a JSON-schema-constrained
+      action protocol); the engine's ``tool_protocol`` config overrides the kind's default.
+    - ``seeds``: honours a per-request sampling seed.
+    - ``max_context``: context window in tokens, 0 if unknown.
+    - ``input_pdf``: takes a rendered PDF attachment (``Request.attachments``) instead of text.
+    """
+
+    chat: bool = True
+    json_schema: bool = False
+    bounded_output: bool = False
+    logprobs: bool = False
+    tool_protocol: str = "native"
+    seeds: bool = False
+    max_context: int = 0
+    input_pdf: bool = False
+
+
+CapabilityFn = Callable[[EngineConfig], Capabilities]
+_capabilities: dict[str, CapabilityFn] = {}
+
 EngineFactory = Callable[..., Engine]
-engine_kinds: Registry[EngineFactory] = Registry("engine kind")
+engine_kinds: Registry[EngineFactory] = Registry("engine kind", group="sealedeval.engines")
+for _kind in ("openai_chat", "local", "reference", "kantesti"):
+    engine_kinds.add_lazy(_kind, f"sealedeval.engines.{_kind}")
 
 
-def engine_kind(name: str) -> Callable[[EngineFactory], EngineFactory]:
+def engine_kind(
+    name: str, capabilities: Capabilities | CapabilityFn | None = None
+) -> Callable[[EngineFactory], EngineFactory]:
+    """Register an engine kind with the capabilities it declares (a value, or a function of the
+    engine's config when they depend on it)."""
+    caps = capabilities or Capabilities()
+    _capabilities[name] = caps if callable(caps) else (lambda _cfg, c=caps: c)
     return engine_kinds.register(name)
+
+
+def capabilities(config: EngineConfig) -> Capabilities:
+    """The capabilities of a configured engine: the kind's, with ``tool_protocol`` from config."""
+    engine_kinds.get(config.kind)  # imports the kind, which declares its capabilities
+    caps = _capabilities.get(config.kind, lambda _cfg: Capabilities())(config)
+    proto = config.extra.get("tool_protocol")
+    if proto:
+        caps = replace(caps, tool_protocol=str(proto))
+    n_ctx = config.extra.get("n_ctx")
+    if n_ctx:
+        caps = replace(caps, max_context=int(n_ctx))
+    return caps
 
 
 def build_engine(config: EngineConfig, **kwargs: Any) -> Engine:
     """Instantiate the configured kind; kinds import lazily so `grade` never loads HTTP code."""
-    from sealedeval.engines import kantesti, local, openai_chat, reference  # noqa: F401
-
     return engine_kinds.get(config.kind)(config, **kwargs)

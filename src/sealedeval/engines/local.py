@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Completion, Request, engine_kind
+from sealedeval.engines.base import Capabilities, Completion, Request, engine_kind
 from sealedeval.engines.openai_chat import OpenAIChatEngine
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
@@ -201,7 +201,12 @@ class LlamaServer:
         self.stop()
 
 
-@engine_kind("local")
+@engine_kind(
+    "local",
+    Capabilities(
+        json_schema=True, bounded_output=True, logprobs=True, tool_protocol="json", seeds=True
+    ),
+)
 class LocalEngine:
     """OpenAI-chat engine over a harness-owned llama.cpp server."""
 

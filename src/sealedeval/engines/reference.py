@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
+from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 
 Answerer = Callable[[Request], str]
 
 
-@engine_kind("reference")
+@engine_kind("reference", Capabilities(chat=False, json_schema=True, seeds=True))
 class ReferenceEngine:
     def __init__(self, config: EngineConfig, *, answerer: Answerer | None = None, **_: Any) -> None:
         self.config = config

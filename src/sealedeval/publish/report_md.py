@@ -1,19 +1,27 @@
-"""report.md: rendered from result.json's dict only, so it re-derives byte for byte."""
+"""report.md: rendered from result.json's dict only, so it re-derives byte for byte.
+
+Each suite's section comes from its ``report_sections`` hook when it has one, else from the
+metric schema every analysis emits (``publish.generic``); publish imports no suite module, it
+looks suites up in the registry.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from sealedeval.publish import bloodpanel_md, golden_md, grounding_md
-from sealedeval.publish.figures import FigureSpec, specs, stem
-from sealedeval.publish.md import table
+from sealedeval.plugins import get_suite, hook
+from sealedeval.publish import generic
+from sealedeval.publish.figures import specs, stem
+from sealedeval.render.figures import FigureSpec
+from sealedeval.render.md import table
 
-SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "golden": golden_md.render,
-    "bloodpanel": bloodpanel_md.render,
-    "grounding": grounding_md.render,
-}
+
+def section_markdown(name: str, section: Mapping[str, Any]) -> str:
+    render = hook(get_suite(name), "report_sections")
+    if render is not None:
+        return str(render(section))
+    return generic.report_section(name, section)
 
 
 def figure_refs(suite: str, figs: list[FigureSpec], number: dict[str, int]) -> list[str]:
@@ -83,9 +91,7 @@ def render_report(result: Mapping[str, Any]) -> str:
     figs = specs(result)
     number = {stem(suite, f): i for i, (suite, f) in enumerate(figs, start=1)}
     for name, s in result["suites"].items():
-        render = SECTIONS.get(name)
-        if render is not None:
-            out += [render(s), ""]
+        out += [section_markdown(name, s), ""]
         out += figure_refs(name, [f for suite, f in figs if suite == name], number)
     out += ["## Engines", ""]
     out.append(

@@ -37,7 +37,8 @@ from sealedeval.store.raw import (
     raw_files,
     read_columns,
 )
-from sealedeval.suites.base import Suite, derive_seed, get_suite
+from sealedeval.keys import suite_seed
+from sealedeval.plugins import Suite, get_suite
 
 MARKER = "_run.json"
 
@@ -50,17 +51,14 @@ class Plan:
     items: list[dict[str, Any]]
 
 
-def suite_seed(cfg: Config, suite: str, rubric_sha256: str) -> int:
-    """Item seeds derive from the config seed and the rubric hash (see DESIGN, generate)."""
-    return derive_seed(cfg.seed, rubric_sha256, suite)
-
-
 def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
     suite = get_suite(suite_name)
     cfg.suite(suite_name)
     seal = lock.check(cfg.root, suite_name, suite.rubric_inputs(), unsealed=unsealed)
     seed = suite_seed(cfg, suite_name, seal.rubric_sha256)
-    return Plan(suite, seal, seed, suite.generate(cfg, seed))
+    from sealedeval.stages.pipeline import load_items
+
+    return Plan(suite, seal, seed, load_items(cfg, suite_name, seal.rubric_sha256))
 
 
 def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[str]:

@@ -1,15 +1,25 @@
 """rubric.lock: the sha256 of every rubric input, per suite, plus combined hashes.
 
-What is sealed per suite: its hand-written data (items, references, labels), the grader and
-suite-rubric source, the prompt templates and the analysis plan. Package sources are named
-``pkg:sealedeval/...`` so the lock is the same whether the package is installed editable or not.
-The config is deliberately *not* sealed: profiles (how many repeats, which engines) may change
-without invalidating the pre-registration; the config hash is recorded in result.json instead.
+What is sealed per suite: its own rubric inputs (``Suite.rubric_inputs``: its hand-written data,
+its own folder's sources with presentation excluded, the shared graders it uses) plus what turns
+any suite's rows into numbers (``ANALYSIS_INPUTS``: the request-key/seed module, ``stats/``, the
+grade and analyze stages). The suite protocol and registry (``sealedeval.plugins``) are not
+sealed, so adding a suite re-seals nothing else. Package sources are named ``pkg:<module path>``
+so the lock is the same whether the package is installed editable or not; a suite from another
+distribution names its own package (``pkg:my_suite/...``).
+
+Python sources are hashed on a normalised form (``PY_HASH``): the AST with docstrings removed,
+dumped without positions, so ``ruff format`` or a comment edit is not a seal event while any
+change to what the code does is. Every other file is hashed on its bytes. The config is
+deliberately *not* sealed: profiles (how many repeats, which engines) may change without
+invalidating the pre-registration; the config hash is recorded in result.json instead.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +31,87 @@ from sealedeval.fsutil import sha256_file, write_text_atomic
 from sealedeval.seal import git
 
 LOCK_NAME = "rubric.lock"
-LOCK_FORMAT = "sealedeval.rubric.lock/1"
+LOCK_FORMAT = "sealedeval.rubric.lock/2"
+PREREG_NAME = "rubric.lock.zenodo.json"  # written by `sealedeval seal --zenodo`
+PY_HASH = "sha256 of the docstring-free AST dump (ast-v1)"
 PKG_PREFIX = "pkg:"
 _PKG_ROOT = Path(sealedeval.__file__).resolve().parent.parent
+
+ANALYSIS_INPUTS = (
+    "pkg:sealedeval/keys.py",
+    "pkg:sealedeval/stats/*.py",
+    "pkg:sealedeval/stages/grade.py",
+    "pkg:sealedeval/stages/analyze.py",
+)
+"""Sealed with every suite: request keys and seeds, the statistics and the stages that turn raw
+rows into graded rows and numbers. Editing any of them after the seal stops ``run``."""
+
+
+def suite_patterns(patterns: list[str]) -> list[str]:
+    """A suite's own rubric inputs plus the shared analysis code."""
+    return list(patterns) + [p for p in ANALYSIS_INPUTS if p not in patterns]
+
+
+def _pkg_base(rel: str) -> Path:
+    """The directory ``pkg:`` names resolve under: this package's parent, or the parent of
+    another installed top-level package (a suite from the user's own distribution)."""
+    top = rel.split("/", 1)[0]
+    if top == "sealedeval":
+        return _PKG_ROOT
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f"rubric input pkg:{rel}: package {top!r} is not importable")
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
 def resolve_input(root: Path, name: str) -> Path:
     if name.startswith(PKG_PREFIX):
-        return _PKG_ROOT / name[len(PKG_PREFIX) :]
+        rel = name[len(PKG_PREFIX) :]
+        return _pkg_base(rel) / rel
     return root / name
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _dump(node: object) -> str:
+    """A canonical dump of an AST that does not depend on the Python version's optional fields:
+    a field that is None or an empty list is left out (3.12 added ``type_params=[]``; 3.13's
+    ``ast.dump`` omits empty values), positions are never written."""
+    if isinstance(node, ast.AST):
+        parts = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value is None or value == []:
+                continue
+            parts.append(f"{name}={_dump(value)}")
+        return f"{type(node).__name__}({','.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(v) for v in node) + "]"
+    return repr(node)
+
+
+def hash_input(path: Path) -> str:
+    """The sealed digest of one input: normalised for Python sources (``PY_HASH``)."""
+    if path.suffix != ".py":
+        return sha256_file(path)
+    text = path.read_bytes().decode("utf-8")
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as e:
+        raise UserError(f"{path}:{e.lineno}: not valid Python ({e.msg}); cannot seal it") from None
+    return hashlib.sha256(_dump(_strip_docstrings(tree)).encode()).hexdigest()
 
 
 def expand_inputs(root: Path, patterns: list[str]) -> list[str]:
@@ -37,7 +119,8 @@ def expand_inputs(root: Path, patterns: list[str]) -> list[str]:
     names: set[str] = set()
     for pat in patterns:
         if pat.startswith(PKG_PREFIX):
-            base, rel = _PKG_ROOT, pat[len(PKG_PREFIX) :]
+            rel = pat[len(PKG_PREFIX) :]
+            base = _pkg_base(rel)
             prefix = PKG_PREFIX
         else:
             base, rel, prefix = root, pat, ""
@@ -59,10 +142,11 @@ def compute(root: Path, suites: dict[str, list[str]]) -> dict[str, Any]:
     """The lock document for the given suite → input patterns."""
     out: dict[str, Any] = {}
     for suite, patterns in sorted(suites.items()):
-        files = {n: sha256_file(resolve_input(root, n)) for n in expand_inputs(root, patterns)}
+        names = expand_inputs(root, suite_patterns(patterns))
+        files = {n: hash_input(resolve_input(root, n)) for n in names}
         out[suite] = {"files": files, "sha256": combine(files)}
     combined = combine({s: v["sha256"] for s, v in out.items()})
-    return {"format": LOCK_FORMAT, "sha256": combined, "suites": out}
+    return {"format": LOCK_FORMAT, "python_hash": PY_HASH, "sha256": combined, "suites": out}
 
 
 def write(root: Path, suites: dict[str, list[str]]) -> dict[str, Any]:
@@ -96,7 +180,7 @@ def mismatches(root: Path, doc: dict[str, Any], suite: str) -> list[str]:
         p = resolve_input(root, name)
         if not p.exists():
             bad.append(f"{name} (missing)")
-        elif sha256_file(p) != digest:
+        elif hash_input(p) != digest:
             bad.append(name)
     if combine(entry["files"]) != entry["sha256"]:
         bad.append("(combined hash)")

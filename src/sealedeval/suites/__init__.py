@@ -1,5 +1,4 @@
-"""Benchmark suites. Each is a folder with items, prompts, rubric and plan."""
+"""Built-in suites: each a folder with items, prompts, rubric, analysis plan and presentation.
 
-from sealedeval.suites.base import Suite, get_suite, suites
-
-__all__ = ["Suite", "get_suite", "suites"]
+The protocol and the registry live in ``sealedeval.plugins`` (not sealed).
+"""

@@ -1,9 +1,9 @@
-"""The suite contract and registry.
+"""Request keys and seeds: the one module every suite's seal includes.
 
-A suite owns four things: its items (generated or hand-written), its prompts and answer contract,
-its rubric (graders applied to raw rows), and its analysis plan. Everything a suite computes is a
-pure function of the config, the sealed inputs and the raw rows, which is what lets ``audit``
-re-derive result.json byte for byte.
+A request key names everything that changes an answer, and every seed derives from the config
+seed and the rubric hash; both are part of what a pre-registration fixes, so this module is
+sealed with each suite (``rubric_inputs``), while the suite protocol and registry
+(``sealedeval.plugins``) are not: adding a suite must not re-seal the others.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from json.encoder import encode_basestring as _encode_str  # what ensure_ascii=False writes
-from typing import Any, Protocol
+from typing import Any
 
 from sealedeval.canonical import compact
-from sealedeval.config import Config, EngineConfig
+from sealedeval.config import Config
 from sealedeval.engines.base import Request
-from sealedeval.registry import Registry
 
 
 def derive_seed(*parts: object) -> int:
@@ -142,74 +141,6 @@ def _encoded_messages(parts: tuple[tuple[tuple[str, str], ...], ...]) -> str:
     return compact([dict(p) for p in parts])
 
 
-class Suite(Protocol):
-    name: str
-
-    def rubric_inputs(self) -> list[str]:
-        """Glob patterns of everything sealed for this suite (``pkg:`` for package sources)."""
-        ...
-
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
-        """Item records (JSON-serialisable). Deterministic given cfg and seed."""
-        ...
-
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]: ...
-
-    def reference_answer(self, request: Request) -> str: ...
-
-    def grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """Graded rows (one per request × grader) from the latest raw row per key."""
-        ...
-
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        graded: Sequence[Mapping[str, Any]],
-        rows: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]: ...
-
-
-suites: Registry[Suite] = Registry("suite")
-
-
-# Suite packages register themselves on import; add a new suite's module here.
-SUITE_MODULES = (
-    "sealedeval.suites.golden",
-    "sealedeval.suites.bloodpanel",
-    "sealedeval.suites.grounding",
-)
-
-
-def _load() -> None:
-    import importlib
-
-    for mod in SUITE_MODULES:
-        importlib.import_module(mod)
-
-
-def get_suite(name: str) -> Suite:
-    """The suite by name, importing only its own package when it is one of ours (start-up:
-    ``sealedeval run golden`` need not import grounding's catalog and harness)."""
-    import importlib
-
-    mod = f"sealedeval.suites.{name}"
-    if mod in SUITE_MODULES:
-        importlib.import_module(mod)
-    if name not in suites:
-        _load()  # unknown or registered under another name: load all, get() names the choices
-    return suites.get(name)
-
-
-def all_suites() -> list[Suite]:
-    _load()
-    return [suites.get(n) for n in suites.names()]
+def suite_seed(cfg: Config, suite: str, rubric_sha256: str) -> int:
+    """Item seeds derive from the config seed and the rubric hash (see DESIGN, generate)."""
+    return derive_seed(cfg.seed, rubric_sha256, suite)

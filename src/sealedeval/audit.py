@@ -1,5 +1,10 @@
 """``sealedeval audit``: prove result.json follows from raw runs made under a prior seal.
 
+The audit sits on top of every stage and is the only module allowed to import them all: it
+re-derives each suite's items, graded rows and analysis in memory with the very stage functions
+the workflow ran (``stages.pipeline.derive``), compares them with the files on disk, and
+assembles result.json and report.md again with publish's own ``assemble``.
+
 Each check is independent and reported as a row (PASS / FAIL / WARN with a one-line reason); any
 FAIL makes the exit code non-zero. Order in time is judged from git committer dates and the rows'
 ``started_at``. Both are set by clients, so the table says plainly when nothing stronger (an
@@ -16,16 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
+from sealedeval.plugins import get_suite
 from sealedeval.seal import git, lock
+from sealedeval.seal.lock import PREREG_NAME
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
-from sealedeval.suites.base import get_suite
 
 RESULT = Path("results/result.json")
 REPORT_MD = Path("results/report.md")
-PREREG_NAME = "rubric.lock.zenodo.json"  # written by `sealedeval seal --zenodo`
 
 
 @dataclass
@@ -221,11 +227,35 @@ class Auditor:
         )
 
     def check_rederive(self) -> None:
-        from sealedeval.publish.build import build
+        """Every stage again, in memory: items, graded rows and analysis per suite against the
+        files the workflow wrote (where present), then result.json and report.md."""
+        from sealedeval.publish.build import assemble, published_suites
+        from sealedeval.stages import artifacts
+        from sealedeval.stages.pipeline import derive
 
-        text, report = build(self.cfg)
-        have = (self.root / RESULT).read_bytes() if (self.root / RESULT).exists() else b""
         problems = []
+        docs = {}
+        stages_checked = 0
+        for name in published_suites(self.cfg):
+            d = derive(self.cfg, name)
+            docs[name] = d.doc
+            ipath = artifacts.items_path(self.root, name)
+            if ipath.exists():
+                stages_checked += 1
+                if artifacts.read_items(ipath) != d.items:
+                    problems.append(f"{ipath.relative_to(self.root)} differs from the re-derivation")
+            gpath = artifacts.graded_path(self.root, name)
+            if gpath.exists():
+                stages_checked += 1
+                if artifacts.read_graded(gpath) != d.graded:
+                    problems.append(f"{gpath.relative_to(self.root)} differs from the re-derivation")
+            apath = artifacts.analysis_path(self.root, name)
+            if apath.exists():
+                stages_checked += 1
+                if apath.read_bytes() != dumps(d.doc).encode("utf-8"):
+                    problems.append(f"{apath.relative_to(self.root)} differs from the re-derivation")
+        text, report = assemble(self.cfg, docs)
+        have = (self.root / RESULT).read_bytes() if (self.root / RESULT).exists() else b""
         if have != text.encode("utf-8"):
             problems.append(f"{RESULT} differs from the re-derivation")
         md = self.root / REPORT_MD
@@ -234,7 +264,8 @@ class Auditor:
         self.add(
             "result re-derives",
             not problems,
-            "; ".join(problems) or "result.json and report.md rebuilt byte for byte",
+            "; ".join(problems[:3])
+            or f"{stages_checked} stage files, result.json and report.md rebuilt byte for byte",
         )
 
     def check_counts(self) -> None:

@@ -1,0 +1,155 @@
+"""The suite boundary: the ``Suite`` protocol and the suite registry.
+
+This module is deliberately *not* sealed. A suite's seal covers its own folder (presentation
+excluded), its data, the shared graders it uses, ``sealedeval.keys`` and the analysis code
+(``stats/``, the grade and analyze stages); the protocol that names the hooks is plumbing, so
+adding a suite, here or in another package, changes no other suite's rubric hash.
+
+A suite is any object with a ``name`` and the required methods below; everything else is an
+optional hook, looked up with ``hook(suite, "name")``. Publish renders any suite from the typed
+metric schema every analysis emits (``stats.metrics``); the presentation hooks only add what a
+suite wants beyond that.
+
+Registering a suite in another package (``pyproject.toml``)::
+
+    [project.entry-points."sealedeval.suites"]
+    wordcount = "my_package.suite:suite"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sealedeval.registry import Registry
+
+if TYPE_CHECKING:
+    from sealedeval.config import Config, EngineConfig
+    from sealedeval.engines.base import Request
+    from sealedeval.render.figures import FigureSpec
+
+Row = Mapping[str, Any]
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """What every suite provides. Everything here is a pure function of the config, the sealed
+    inputs and the raw rows: that is what lets the audit re-derive every published byte."""
+
+    name: str
+
+    def rubric_inputs(self) -> list[str]:
+        """Glob patterns of everything sealed for this suite (``pkg:`` for package sources)."""
+        ...
+
+    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+        """Item records (JSON-serialisable). Deterministic given cfg and seed."""
+        ...
+
+    def requests(
+        self,
+        cfg: Config,
+        items: Sequence[Row],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+    ) -> list[Request]:
+        """Every planned request for one engine (ask ``engines.capabilities``, never kinds)."""
+        ...
+
+    def reference_answer(self, request: Request) -> str:
+        """The deterministic ceiling's answer (the ``reference`` engine kind)."""
+        ...
+
+    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+        """Graded rows (one per request × grader) from the latest raw row per key. Each has at
+        least ``stages.grade.BASE_COLUMNS``; further scalar columns are kept, typed."""
+        ...
+
+    def analyze(
+        self,
+        cfg: Config,
+        items: Sequence[Row],
+        graded: Sequence[Row],
+        rows: Sequence[Row],
+    ) -> dict[str, Any]:
+        """The suite's analysis: JSON-able, with ``metrics`` (a list of ``stats.metrics.Metric``)."""
+        ...
+
+
+class SuiteHooks(Protocol):
+    """Optional hooks (documentation and type checking; ``hook()`` looks them up).
+
+    - ``followup_requests(cfg, items, engine, model, seed, rows)``: a second phase planned from
+      the answers present (a judge grading its own transcripts).
+    - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
+    - ``report_sections(section)``: Markdown for the suite's part of report.md, from its
+      result.json section ``{"seal": ..., "analysis": ...}``; default: the metric table.
+    - ``figures(section)``: ``[FigureSpec]``; default: one figure per metric.
+    - ``scorecards(graded, section)``: ``{file name: CSV text}`` under results/scorecards/;
+      default: ``<suite>.csv`` with one row per graded row.
+    - ``regrade(root, profile, fmt, path)``: grade externally produced responses.
+    """
+
+    def report_sections(self, section: Mapping[str, Any]) -> str: ...
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]: ...
+
+    def scorecards(self, graded: Sequence[Row], section: Mapping[str, Any]) -> dict[str, str]: ...
+
+    def config_schema(self) -> Mapping[str, Any]: ...
+
+
+def hook(suite: object, name: str) -> Any:
+    """The suite's optional hook ``name``, or None."""
+    fn = getattr(suite, name, None)
+    return fn if callable(fn) else None
+
+
+suites: Registry[Suite] = Registry("suite", group="sealedeval.suites")
+
+# The built-in suites, imported on first lookup only (start-up: a golden run never imports
+# grounding's catalog and harness).
+for _name in ("golden", "bloodpanel", "grounding"):
+    suites.add_lazy(_name, f"sealedeval.suites.{_name}:suite")
+
+
+def get_suite(name: str) -> Suite:
+    """The suite by name: built in, or from an installed package's entry point."""
+    return suites.get(name)
+
+
+def all_suites() -> list[Suite]:
+    return [suites.get(n) for n in suites.names()]
+
+
+def suite_config_schema(name: str) -> Mapping[str, Any] | None:
+    """The JSON Schema of ``suites.<name>``: a ``config.schema.yaml`` beside the suite's module
+    (found without importing the suite, so loading a config stays cheap), else the suite's
+    ``config_schema()`` hook, else None (only the common keys are checked)."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+
+    target = suites.target(name)
+    module = target.partition(":")[0]
+    if module:
+        spec = importlib.util.find_spec(module)
+        where: list[Path] = []
+        if spec is not None and spec.submodule_search_locations:
+            where = [Path(p) for p in spec.submodule_search_locations]
+        elif spec is not None and spec.origin:
+            where = [Path(spec.origin).parent]
+        for d in where:
+            f = d / "config.schema.yaml"
+            if f.is_file():
+                doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+                return doc if isinstance(doc, dict) else None
+    fn = hook(suites.get(name), "config_schema")
+    return fn() if fn is not None else None
+
+
+def suite_info(name: str) -> dict[str, Any]:
+    """Where a suite comes from and its version (recorded in graded rows and result.json)."""
+    return suites.info(name).public()

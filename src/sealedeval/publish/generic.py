@@ -1,0 +1,138 @@
+"""Presentation of any suite from the metric schema alone.
+
+A suite with no presentation hooks still gets a full report section (seal and completeness per
+engine, then every metric with its interval, method and denominators), one figure per metric
+(estimates with intervals across its groups) and a CSV scorecard of its graded rows. Everything
+is a function of result.json's section (and the graded file for scorecards): determinism.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
+from sealedeval.render.md import num, table
+
+Section = Mapping[str, Any]
+
+
+def _metrics(section: Section) -> list[Mapping[str, Any]]:
+    return list((section.get("analysis") or {}).get("metrics") or [])
+
+
+def _groups(m: Mapping[str, Any]) -> str:
+    g = m.get("groups") or {}
+    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
+
+
+def _interval(m: Mapping[str, Any]) -> str:
+    if m.get("lo") is None or m.get("hi") is None:
+        return "-"
+    return f"[{num(m['lo'])}, {num(m['hi'])}]"
+
+
+def report_section(name: str, section: Section) -> str:
+    """The suite's section of report.md: completeness, then one row per metric."""
+    out = [f"## {name}", ""]
+    counts = (section.get("seal") or {}).get("counts") or {}
+    if counts:
+        out.append(
+            table(
+                ["engine", "requests", "ok", "error", "missing", "state"],
+                [
+                    [e, c["requests"], c["ok"], c["error"], c["missing"],
+                     "complete" if c["complete"] else "INCOMPLETE"]
+                    for e, c in counts.items()
+                ],
+            )
+        )
+        out.append("")
+    metrics = _metrics(section)
+    if not metrics:
+        out += ["No metrics were reported by this suite's analysis.", ""]
+        return "\n".join(out)
+    out.append(
+        table(
+            ["metric", "groups", "estimate", "95% interval", "method", "n ok", "n error",
+             "n total", "unit"],
+            [
+                [m["metric"], _groups(m), num(m["estimate"]), _interval(m), m["method"],
+                 m["n_ok"], m["n_error"], m["n_total"], m["unit"]]
+                for m in metrics
+            ],
+        )
+    )
+    out += [
+        "",
+        "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
+        "failures, counted and never graded as model failures.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "metric"
+
+
+def figure_specs(name: str, section: Section) -> list[FigureSpec]:
+    """One figure per metric name: each group's estimate with its interval (n/a where none)."""
+    by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    for m in _metrics(section):
+        by_metric.setdefault(str(m["metric"]), []).append(m)
+    out = []
+    for metric_name, ms in by_metric.items():
+
+        def draw(ms: Sequence[Mapping[str, Any]] = ms, title: str = metric_name) -> Any:
+            fig = new_figure(6.4, max(2.4, 0.4 * len(ms) + 1.2))
+            ax = fig.add_subplot()
+            if not ms:
+                no_data(ax, "no data")
+                return fig
+            labels = [_groups(m) for m in ms]
+            values = [point(m["estimate"], m["lo"], m["hi"]) for m in ms]
+            interval_bars(ax, labels, [(title, values)], horizontal=True)
+            ax.set_title(f"{name}: {title}", fontsize="medium")
+            return fig
+
+        methods = sorted({str(m["method"]) for m in ms})
+        out.append(
+            FigureSpec(
+                name=f"metric-{_slug(metric_name)}",
+                caption=f"{name}: {metric_name} per group with its 95% interval "
+                f"({', '.join(methods)}); n/a where nothing is estimable.",
+                draw=draw,
+            )
+        )
+    return out
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return str(v)
+
+
+def scorecards(name: str, graded: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``{"<suite>.csv": text}``: one row per graded row, every column, fixed formats."""
+    columns: dict[str, None] = {}
+    for g in graded:
+        for k in g:
+            columns.setdefault(k, None)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(list(columns))
+    for g in graded:
+        w.writerow([_cell(g.get(c)) for c in columns])
+    return {f"{name}.csv": buf.getvalue()}

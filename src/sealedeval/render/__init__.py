@@ -1,0 +1,1 @@
+"""Rendering toolkit (Markdown tables, figure helpers) below every suite and publish."""

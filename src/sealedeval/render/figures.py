@@ -1,0 +1,169 @@
+"""Figure toolkit shared by every suite's presentation and by publish's generic figures.
+
+A ``FigureSpec`` carries a figure's name, caption and a ``draw`` callable, so report.md can name
+and caption every figure (and report.pdf place it) without drawing anything; only publish draws.
+This module sits at the bottom of the package (beside ``stats``): suites import it for their
+own figures, publish imports it to render them, and it imports neither.
+
+Determinism is a feature: the backend is Agg, SVG ids use a fixed hash salt, and every writer's
+metadata (dates, software versions) is removed or fixed, so two builds are byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+FORMATS = ("png", "svg")
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a suite: ``{suite}_{name}.{png,svg}``; ``draw`` is only called to render."""
+
+    name: str
+    caption: str
+    draw: Callable[[], Figure]
+
+
+# Paul Tol's "bright" qualitative palette: colour-blind safe, fixed order (determinism).
+PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb")
+
+# Metadata per format: no dates, no versions; these are what differ between otherwise equal runs.
+_METADATA: dict[str, dict[str, Any]] = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": "sealedeval"},
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": "sealedeval", "Producer": None},
+}
+
+
+def _mpl() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcParams.update(
+        {
+            "svg.hashsalt": "sealedeval",
+            "svg.fonttype": "path",  # glyphs as paths: no dependence on the viewer's fonts
+            "font.family": "DejaVu Sans",
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "path.simplify": True,
+        }
+    )
+    return matplotlib
+
+
+def new_figure(width: float = 6.4, height: float = 3.6) -> Figure:
+    """A figure not tied to pyplot's global state (no leaks between builds)."""
+    _mpl()
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def render_bytes(fig: Figure, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata=_METADATA[fmt])
+    return buf.getvalue()
+
+
+Point = tuple[float, float | None, float | None]
+"""(estimate, lower, upper); bounds may be missing (no interval estimable)."""
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    f = float(x)
+    return f if math.isfinite(f) else None
+
+
+def point(est: Any, lo: Any = None, hi: Any = None) -> Point | None:
+    """A plottable point, or None when the estimate is missing (drawn as "n/a", never dropped)."""
+    e = _finite(est)
+    if e is None:
+        return None
+    return (e, _finite(lo), _finite(hi))
+
+
+def wilson_point(r: Mapping[str, Any] | None) -> Point | None:
+    """A rate dict ``{k, n, rate, lo, hi}`` (Wilson interval) as a point."""
+    if not r or not r.get("n", 1):
+        return None
+    return point(r.get("rate"), r.get("lo"), r.get("hi"))
+
+
+def interval_bars(
+    ax: Axes,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[Point | None]]],
+    *,
+    horizontal: bool = False,
+    rotate: bool = False,
+    colors: Sequence[str] = PALETTE,
+) -> None:
+    """Grouped bars with error bars: one group per ``groups`` entry, one bar per series.
+
+    A missing estimate is marked "n/a" at its slot, so a reader sees that something was
+    planned and not estimable rather than a silently absent bar.
+    """
+    n = max(1, len(series))
+    width = 0.8 / n
+    for j, (label, values) in enumerate(series):
+        color = colors[j % len(colors)]
+        pos, est, err_lo, err_hi = [], [], [], []
+        for i, v in enumerate(values):
+            x = i - 0.4 + width * (j + 0.5)
+            if v is None:
+                if horizontal:
+                    ax.text(0.01, x, "n/a", va="center", fontsize="small", color=color)
+                else:
+                    ax.text(x, 0.01, "n/a", ha="center", va="bottom", rotation=90,
+                            fontsize="small", color=color)
+                continue
+            e, lo, hi = v
+            pos.append(x)
+            est.append(e)
+            err_lo.append(max(0.0, e - lo) if lo is not None else 0.0)
+            err_hi.append(max(0.0, hi - e) if hi is not None else 0.0)
+        kw: dict[str, Any] = {"color": color, "label": label, "capsize": 3,
+                              "error_kw": {"elinewidth": 1}}
+        if not pos:  # every estimate n/a: an invisible bar keeps the legend's colour right
+            pos, est, err_lo, err_hi = [0.0], [math.nan], [0.0], [0.0]
+        # A black tick at each estimate, so an estimate of 0 is visibly there (not n/a).
+        tick: dict[str, Any] = {"color": "black", "linestyle": "none", "markersize": 6,
+                                "zorder": 3}
+        if horizontal:
+            ax.barh(pos, est, height=width, xerr=[err_lo, err_hi], **kw)
+            ax.plot(est, pos, marker="|", **tick)
+        else:
+            ax.bar(pos, est, width=width, yerr=[err_lo, err_hi], **kw)
+            ax.plot(pos, est, marker="_", **tick)
+    ticks = list(range(len(groups)))
+    if horizontal:
+        ax.set_yticks(ticks, list(groups), fontsize="small")
+        ax.set_ylim(len(groups) - 0.5, -0.5)  # first group on top, like the report's tables
+    else:
+        text: dict[str, Any] = {"rotation": 30, "ha": "right"} if rotate else {}
+        ax.set_xticks(ticks, list(groups), fontsize="small", **text)
+        ax.set_xlim(-0.5, len(groups) - 0.5)
+
+
+def top_legend(ax: Axes, ncols: int = 2, top: float = 1.34) -> None:
+    """The legend in headroom above 1.0 on a rate axis, where it cannot hide a bar."""
+    lo = ax.get_ylim()[0]
+    ax.set_ylim(lo, top)
+    ax.set_yticks([t / 5 for t in range(6) if t / 5 >= lo])
+    ax.legend(fontsize="x-small", ncols=ncols, loc="upper center", frameon=False)
+
+
+def no_data(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)

@@ -1,0 +1,213 @@
+"""The stage functions the CLI, the workflow and the audit share.
+
+Each stage is ``inputs → value`` in memory plus a file; the CLI writes the file, the next stage
+reads it, and the audit calls the same functions without the files and compares. Nothing here
+reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from sealedeval.config import Config
+from sealedeval.errors import UserError
+from sealedeval.fsutil import sha256_text
+from sealedeval.keys import suite_seed
+from sealedeval.plugins import Suite, get_suite, hook, suite_info
+from sealedeval.stages import artifacts
+from sealedeval.stages.analyze import analyze
+from sealedeval.stages.grade import grade
+from sealedeval.store.raw import RawRecord, all_true, latest_records, raw_files, read_columns
+
+ITEMS_FORMAT = "sealedeval.items/1"
+
+
+def suite_config_sha256(cfg: Config, name: str) -> str:
+    """The hash of the merged config this suite's items and requests depend on: its own section,
+    the project seed and the engines it names (not other suites' sections)."""
+    from sealedeval.canonical import compact
+
+    scfg = cfg.suite(name)
+    engines = {e: cfg.data["engines"].get(e) for e in scfg.get("engines", [])}
+    return sha256_text(compact({"seed": cfg.seed, "suite": scfg, "engines": engines}))
+
+
+def generate_items(cfg: Config, name: str, rubric_sha256: str) -> list[dict[str, Any]]:
+    """The suite's items under this rubric hash, normalised as they read back from disk."""
+    suite = get_suite(name)
+    return artifacts.normalize_items(suite.generate(cfg, suite_seed(cfg, name, rubric_sha256)))
+
+
+def items_meta(cfg: Config, name: str, rubric_sha256: str) -> dict[str, str]:
+    return {
+        "format": ITEMS_FORMAT,
+        "suite": name,
+        "rubric_sha256": rubric_sha256,
+        "seed": str(suite_seed(cfg, name, rubric_sha256)),
+        "config_sha256": suite_config_sha256(cfg, name),
+    }
+
+
+def write_items(cfg: Config, name: str, rubric_sha256: str) -> tuple[Path, int]:
+    items = generate_items(cfg, name, rubric_sha256)
+    path = artifacts.items_path(cfg.root, name)
+    artifacts.write_items(path, items, items_meta(cfg, name, rubric_sha256))
+    return path, len(items)
+
+
+def load_items(cfg: Config, name: str, rubric_sha256: str) -> list[dict[str, Any]]:
+    """The items file when it was generated under exactly this rubric hash and config (what the
+    workflow's generate rule wrote), else the items generated in memory (same values)."""
+    path = artifacts.items_path(cfg.root, name)
+    if path.exists() and artifacts.read_items_meta(path) == items_meta(cfg, name, rubric_sha256):
+        return artifacts.read_items(path)
+    return generate_items(cfg, name, rubric_sha256)
+
+
+def latest(cfg: Config, name: str) -> list[RawRecord]:
+    rows = latest_records(raw_files(cfg.root, name))
+    if not rows:
+        raise UserError(f"results/raw/{name}: no raw runs; run `sealedeval run {name}` first")
+    return rows
+
+
+def hash_label(distinct: set[str]) -> str:
+    hashes = sorted(distinct)
+    return hashes[0] if len(hashes) == 1 else ("mixed:" + ",".join(h[:12] for h in hashes))
+
+
+def rows_rubric(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rubric hash the rows were run under (the items they answered derive from it)."""
+    return hash_label({str(r["rubric_sha256"]) for r in rows}).removeprefix("mixed:")
+
+
+def graded_rows(
+    cfg: Config, name: str, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    return artifacts.normalize_graded(grade(cfg, get_suite(name), items, rows))
+
+
+@dataclass
+class _Attempts:
+    rows_by_engine: Counter[str]
+    rubric_hashes: set[str]
+    seal_commits: set[str]
+    all_sealed: bool
+
+
+def _attempt_summary(files: list[Path]) -> _Attempts:
+    """Seal facts over every attempt row (not only the latest per key), column by column in
+    Arrow, one part at a time: no per-row Python objects for a million rows."""
+    out = _Attempts(Counter(), set(), set(), True)
+    cols = ["engine", "sealed", "seal_commit", "rubric_sha256"]
+    for f in files:
+        t = read_columns([f], cols)
+        if t.num_rows == 0:
+            continue
+        for v in pc.value_counts(t.column("engine")).to_pylist():
+            out.rows_by_engine[v["values"]] += v["counts"]
+        out.rubric_hashes.update(pc.unique(t.column("rubric_sha256")).to_pylist())
+        out.seal_commits.update(pc.unique(t.column("seal_commit")).to_pylist())
+        out.all_sealed = out.all_sealed and all_true(t.column("sealed"))
+    return out
+
+
+def planned_keys(
+    cfg: Config,
+    suite: Suite,
+    items: Sequence[Mapping[str, Any]],
+    engine: str,
+    model: str,
+    seed: int,
+    rows: Sequence[Mapping[str, Any]],
+) -> set[str]:
+    """Every request key the suite plans for this engine (phase 2 from the answers present)."""
+    planned = suite.requests(cfg, items, cfg.engine(engine), model, seed)
+    follow = hook(suite, "followup_requests")
+    if follow is not None:
+        planned += follow(cfg, items, cfg.engine(engine), model, seed, rows)
+    return {q.request_key for q in planned}
+
+
+def completeness(
+    cfg: Config, name: str, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """What the rows say about their seal, and planned-vs-present request counts per engine."""
+    suite = get_suite(name)
+    attempts = _attempt_summary(raw_files(cfg.root, name))
+    by_engine: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_engine[str(r["engine"])].append(r)
+    seed = suite_seed(cfg, name, hash_label({str(r["rubric_sha256"]) for r in rows}))
+    counts = {}
+    for eng, mine in sorted(by_engine.items()):
+        c = Counter(str(r["status"]) for r in mine)
+        missing = 0
+        if eng in cfg.data["engines"]:
+            planned = planned_keys(cfg, suite, items, eng, str(mine[0]["model"]), seed, mine)
+            missing = len(planned - {str(r["request_key"]) for r in mine})
+        counts[eng] = {
+            "requests": len(mine),
+            "ok": c["ok"],
+            "error": c["error"],
+            "refused": c["refused"],
+            "missing": missing,
+            "attempt_rows": attempts.rows_by_engine.get(eng, 0),
+            "complete": c["error"] == 0 and c["refused"] == 0 and missing == 0,
+        }
+    sealed = attempts.all_sealed
+    return {
+        "rubric_sha256": hash_label(attempts.rubric_hashes),
+        "seal_commits": sorted(c for c in attempts.seal_commits if c),
+        "pre_registered": sealed,
+        "status": "pre-registered" if sealed else "not pre-registered",
+        "counts": counts,
+    }
+
+
+def identities(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in rows:
+        out.setdefault(str(r["engine"]), str(r["engine_identity"]))
+    return dict(sorted(out.items()))
+
+
+def analysis_doc(
+    cfg: Config,
+    name: str,
+    items: Sequence[Mapping[str, Any]],
+    graded: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """What ``results/analysis/S.json`` holds: the suite's analysis, its seal and completeness,
+    the suite's provenance and the engine identities its rows name."""
+    return {
+        "suite": suite_info(name),
+        "seal": completeness(cfg, name, items, rows),
+        "analysis": analyze(cfg, get_suite(name), items, graded, rows),
+        "engines": identities(rows),
+    }
+
+
+@dataclass
+class Derived:
+    """One suite derived in memory from its raw rows: what the files should hold."""
+
+    name: str
+    items: list[dict[str, Any]]
+    graded: list[dict[str, Any]]
+    doc: dict[str, Any]
+
+
+def derive(cfg: Config, name: str) -> Derived:
+    """Every stage of one suite in memory (the audit's re-derivation, and the benchmark's)."""
+    rows = latest(cfg, name)
+    items = generate_items(cfg, name, rows_rubric(rows))
+    graded = graded_rows(cfg, name, items, rows)
+    return Derived(name, items, graded, analysis_doc(cfg, name, items, graded, rows))
