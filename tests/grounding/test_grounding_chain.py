@@ -19,15 +19,15 @@ import pytest
 
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request
-from sealedeval.run.chain import multi_agent_chain, select_then_answer
 from sealedeval.run.dispatcher import Dispatcher, RunStats
-from sealedeval.run.solvers import get_solver
+from sealedeval.run.solvers import SolveResult, get_solver
 from sealedeval.seal.lock import SealState
 from sealedeval.store.raw import RawWriter
 from sealedeval.suites.grounding.design import Design, RequestSpec
 from sealedeval.suites.grounding.harness import GroundingSuite
 from sealedeval.suites.grounding.requests import build_requests, call_specs
 from sealedeval.suites.grounding.rubric import grade_rows
+from sealedeval.suites.grounding.solvers import multi_agent_chain, select_then_answer
 from sealedeval.suites.grounding.suite import GroundingData
 
 ENGINE = EngineConfig(name="scripted", kind="openai_chat", model="scripted-1")
@@ -325,7 +325,7 @@ def test_reference_engine_plays_every_agent(suite: GroundingData) -> None:
 
     for req in (_chain_request("B4-P7"), _b2_request("B2-02")):
         solver = get_solver(req.solver)
-        res = asyncio.run(solver(None, req, call))  # type: ignore[arg-type]
+        res: SolveResult = asyncio.run(solver(None, req, call))  # type: ignore[arg-type]
         rows = grade_rows([_row(req, res.completion.output_text, res.trajectory)], suite)
         assert rows and all(g["passed"] for g in rows), rows
 
@@ -364,7 +364,7 @@ def test_dispatcher_stores_the_whole_trajectory(tmp_path: Path, suite: Grounding
     writer = RawWriter(out)
     seal = SealState("grounding", "ab" * 32, "", False)
     stats = RunStats(requested=1)
-    asyncio.run(Dispatcher(engine, writer, seal, progress=False).run([_chain_request()], stats))  # type: ignore[arg-type]
+    asyncio.run(Dispatcher(engine, writer, seal, progress=False).run([_chain_request()], stats))
     writer.close()
     assert stats.ok == 1
     (part,) = sorted(out.glob("part-*.parquet"))

@@ -13,10 +13,10 @@ items), :mod:`.contract` (answer contract and track-A metrics), :mod:`.tracks` (
 :mod:`.plan` (the sealed analysis plan), :mod:`.suite` (bundle and per-call dispatch),
 :mod:`.requests` (calls → harness requests), :mod:`.rubric` (graded rows), :mod:`.analysis`
 (the plan, executed) and :mod:`.harness` (``GroundingSuite``, registered as ``grounding``).
-The multi-call solvers live in :mod:`sealedeval.run.chain` and register on import below.
+The multi-call solvers live in :mod:`.solvers` and register on import below; the report
+section and figures in :mod:`.present` (not sealed, imported only by the presentation hooks).
 """
 
-from sealedeval.suites.base import suites
 from sealedeval.suites.grounding.catalog import Catalog, Definition, DefRef, Query, build_catalog
 from sealedeval.suites.grounding.conditions import (
     CONDITIONS,
@@ -86,10 +86,10 @@ __all__ = [
     "validate_corpus",
 ]
 
-suites.register("grounding")(GroundingSuite())
+suite = GroundingSuite()
 
 # The B2 and B4 requests name the select-then-answer and multi-agent-chain solvers; importing
 # the module registers them wherever the suite registry is loaded.
-from sealedeval.run import chain as _chain  # noqa: E402
+from sealedeval.suites.grounding import solvers as _solvers  # noqa: E402
 
-del _chain
+del _solvers

@@ -10,6 +10,13 @@ within a condition, then works on item means. Per condition and metric the outpu
   clipped to [0, 1]);
 * ``n_total`` / ``n_ok`` / ``n_error`` for the calls it covers.
 
+Every number a table or figure shows is also listed in the typed metric schema
+(:func:`metrics`, ``stats.metrics.Metric``): track A's measures per engine, model role and
+condition as item means with their clustered interval, each track's parse rate and the B-track
+headline rates with their Wilson interval, and H3's bootstrap estimate. ``n_total`` / ``n_ok`` /
+``n_error`` of a metric count calls (requests), ``unit`` says what its interval treats as
+independent.
+
 The eight pre-declared paired comparisons are exact two-sided sign tests on item means (ties
 dropped). No other comparison is tested; H3 is an estimate with a seeded bootstrap interval and
 H6-H9 are descriptive, as the plan says. No multiple-comparison correction is applied, and the
@@ -20,13 +27,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from sealedeval import stats
+from sealedeval.stats.metrics import Metric, rate_metric, sort_metrics, status_counts
+from sealedeval.stats.metrics import metric as make_metric
 from sealedeval.suites.grounding.conditions import CONDITIONS
 from sealedeval.suites.grounding.plan import PLAN, Comparison
 from sealedeval.suites.grounding.tracks import b3_disclosure
@@ -38,6 +47,7 @@ __all__ = [
     "compare",
     "h3_estimate",
     "metric_block",
+    "metrics",
     "plan_summary",
 ]
 
@@ -127,8 +137,10 @@ class _Calls:
 
 
 def _counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    n_err = sum(1 for r in rows if r["status"] != "ok")
-    return {"n_total": len(rows), "n_ok": len(rows) - n_err, "n_error": n_err}
+    """n_total / n_ok / n_error of graded rows (which carry no error kind: the engine's block,
+    from the raw rows, has ``errors_by_kind``)."""
+    c = status_counts(rows)
+    return {k: c[k] for k in ("n_total", "n_ok", "n_error")}
 
 
 def _obs(
@@ -471,8 +483,7 @@ def analyze_engine(
     items: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """Everything the plan asks for, for one engine's graded rows and raw rows."""
-    n_err = sum(1 for r in raw if r["status"] != "ok")
-    kinds = Counter(str(r["error_kind"]) for r in raw if r["status"] != "ok")
+    counts = status_counts(raw)
     roles: dict[str, Any] = {}
     for role in ("primary", "secondary"):
         rg = [g for g in graded if g["model_role"] == role]
@@ -481,16 +492,139 @@ def analyze_engine(
     ok = [r for r in raw if r["status"] == "ok"]
     return {
         "model": raw[0]["model"] if raw else "",
-        "n_total": len(raw),
-        "n_ok": len(raw) - n_err,
-        "n_error": n_err,
-        "errors_by_kind": dict(sorted(kinds.items())),
-        "complete": n_err == 0,
+        **counts,
+        "complete": counts["n_error"] == 0,
         "tokens_in": sum(int(r["tokens_in"] or 0) for r in raw),
         "tokens_out": sum(int(r["tokens_out"] or 0) for r in raw),
         "latency_s": sum(float(r["latency_s"] or 0.0) for r in ok),
         "roles": roles,
     }
+
+
+_A_MEASURES = ("m1", "m2", "m7", "m5", "unjustified_abstention")
+_B_HEADLINES: dict[str, tuple[str, ...]] = {
+    "b1": ("gap_detected", "field_named", "owner_named", "false_alarm", "control_correct"),
+    "b2": ("exact", "correct"),
+    "b3": ("precision", "recall", "accuracy", "critical_rate"),
+    "b4": _B4_METRICS,
+}
+_B3_UNITS = {
+    "precision": "released fact",
+    "recall": "releasable fact",
+    "accuracy": "fact decision",
+    "critical_rate": "critical fact",
+}
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+def _item_metric(name: str, groups: Mapping[str, str], b: Mapping[str, Any]) -> Metric:
+    """A ``metric_block``'s item mean with its 95% interval clustered by item."""
+    n_ok, n_err = int(b["n_calls"]), int(b["n_error"])
+    return make_metric(
+        name,
+        groups,
+        _finite(b["item_mean"]) if b["n_items"] else None,
+        b["clustered_lo"],
+        b["clustered_hi"],
+        method="item-clustered normal",
+        n_total=n_ok + n_err,
+        n_ok=n_ok,
+        n_error=n_err,
+        unit="item",
+    )
+
+
+def _call_metric(
+    name: str, groups: Mapping[str, str], b: Mapping[str, Any], calls: Mapping[str, Any]
+) -> Metric:
+    """A call-level rate: a ``metric_block`` (its k of n completed calls, ``n_error`` errored
+    calls where it applies) or a ``_rate`` over the completed calls of ``calls``' block."""
+    if "n_calls" in b:
+        if b["k"] is None:  # a [0, 1] score, not a rate: the call mean, no interval
+            n_ok, n_err = int(b["n_calls"]), int(b["n_error"])
+            return make_metric(
+                name,
+                groups,
+                _finite(b["rate"]),
+                None,
+                None,
+                method="none",
+                n_total=n_ok + n_err,
+                n_ok=n_ok,
+                n_error=n_err,
+                unit="request",
+            )
+        return rate_metric(name, groups, int(b["k"]), int(b["n"]), n_error=int(b["n_error"]))
+    return rate_metric(name, groups, int(b["k"]), int(b["n"]), n_error=int(calls["n_error"]))
+
+
+def _b3_metric(
+    name: str, groups: Mapping[str, str], b: Mapping[str, Any], calls: Mapping[str, Any]
+) -> Metric:
+    """A B3 rate over facts or decisions (Wilson); n_* count the calls they come from."""
+    n = int(b["n"])
+    return make_metric(
+        name,
+        groups,
+        _finite(b["rate"]) if n else None,
+        b["lo"] if n else None,
+        b["hi"] if n else None,
+        method="wilson",
+        n_total=int(calls["n_total"]),
+        n_ok=int(calls["n_ok"]),
+        n_error=int(calls["n_error"]),
+        unit=_B3_UNITS[name.rsplit(".", 1)[-1]],
+    )
+
+
+def metrics(engines: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
+    """The analysis' numbers in the typed metric schema, from the per-engine results.
+
+    Per engine, model role and condition (track A) or condition, assembly stage or ownership
+    (tracks B1-B4, primary role): track A's M1, M2, M7, M5 and unjustified abstention as item
+    means with the item-clustered 95% interval (answerable items; unanswerable for M5), each
+    track's parse rate and the B-track headline rates with Wilson 95% intervals over completed
+    calls, and H3's seeded bootstrap estimate. Metric names are ``<track>.<measure>``.
+    """
+    out: list[Metric] = []
+    for eng, e in engines.items():
+        for role, r in e["roles"].items():
+            for cond, b in r.get("track_a", {}).items():
+                g = {"engine": eng, "role": role, "condition": cond}
+                out.append(_call_metric("track_a.parse", g, b["parse"], b))
+                out += [_item_metric(f"track_a.{m}", g, b[m]) for m in _A_MEASURES]
+            h3 = r.get("h3")
+            if h3 is not None:
+                n = int(h3["n_temp"]) + int(h3["n_comp"])
+                out.append(
+                    make_metric(
+                        "h3.temp_minus_comp",
+                        {"engine": eng, "role": role},
+                        h3["estimate"],
+                        h3["lo"],
+                        h3["hi"],
+                        method="bootstrap",
+                        n_total=n,
+                        n_ok=n,
+                        n_error=0,
+                        unit="item",
+                    )
+                )
+            for track, names in _B_HEADLINES.items():
+                for cond, b in r.get(track, {}).items():
+                    g = {"engine": eng, "role": role, "condition": cond}
+                    out.append(_call_metric(f"{track}.parse", g, b["parse"], b))
+                    for m in names:
+                        if m not in b:
+                            continue
+                        if track == "b3":
+                            out.append(_b3_metric(f"b3.{m}", g, b[m], b))
+                        else:
+                            out.append(_call_metric(f"{track}.{m}", g, b[m], b))
+    return sort_metrics(out)
 
 
 def plan_summary() -> dict[str, Any]:

@@ -6,24 +6,28 @@ one ``design`` record (profile, call-order seed, call counts); every prompt of t
 design is leak-checked first. requests → the design's calls for one engine, in the seeded
 whole-run order (see :mod:`.requests`). reference_answer → the deterministic answerer of the
 ``reference`` engine kind (``variant`` ``reference`` or ``naive``). grade → :mod:`.rubric`.
-analyze → :mod:`.analysis`, per engine and model role.
+analyze → :mod:`.analysis`, per engine and model role, with every number also in the typed
+metric schema (``metrics``). report_sections and figures → :mod:`.present` (not sealed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
-from sealedeval.suites.base import derive_seed
+from sealedeval.keys import derive_seed
 from sealedeval.suites.grounding import analysis, rubric
 from sealedeval.suites.grounding.design import PROFILES, Design, Profile, build_design
 from sealedeval.suites.grounding.reference import answer_call, as_output_text
 from sealedeval.suites.grounding.requests import VARIANTS, build_requests, call_specs
 from sealedeval.suites.grounding.suite import GroundingData, build_suite, leak_check_calls
 from sealedeval.suites.grounding.tracks import b3_disclosure, b4_chains
+
+if TYPE_CHECKING:
+    from sealedeval.render.figures import FigureSpec
 
 __all__ = [
     "DESIGN_RECORD",
@@ -183,12 +187,12 @@ class GroundingSuite:
         """Everything that decides what is asked, what counts as right and how it is analysed:
         the spec and decisions, the generator (corpus, catalog, items, conditions, tracks), the
         answer contract, the reference answerers, the design, the rubric, the analysis plan
-        and its implementation, and the multi-call solvers. Not the report code."""
+        and its implementation, and the multi-call solvers. Not the presentation
+        (``present/``: the report section and figures)."""
         pkg = "pkg:sealedeval/suites/grounding"
         return [
             "data/grounding/spec.md",
             "data/grounding/README.md",
-            "pkg:sealedeval/suites/base.py",
             f"{pkg}/__init__.py",
             f"{pkg}/analysis.py",
             f"{pkg}/catalog.py",
@@ -203,8 +207,8 @@ class GroundingSuite:
             f"{pkg}/requests.py",
             f"{pkg}/rubric.py",
             f"{pkg}/suite.py",
+            f"{pkg}/solvers.py",
             f"{pkg}/tracks/*.py",
-            "pkg:sealedeval/run/chain.py",
         ]
 
     def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
@@ -325,4 +329,17 @@ class GroundingSuite:
             "plan": analysis.plan_summary(),
             "engines": engines,
             "m1_item_mean": m1,
+            "metrics": analysis.metrics(engines),
         }
+
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        """The grounding section of report.md, from its result.json section."""
+        from sealedeval.suites.grounding.present import report
+
+        return report.render(section)
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        """Track A (M1/M2/M7 per condition and engine) and track B summary figures."""
+        from sealedeval.suites.grounding.present import figures
+
+        return figures.figure_specs(section)

@@ -24,7 +24,7 @@ from typing import Any
 
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Request
-from sealedeval.suites.base import derive_seed, keyed_request
+from sealedeval.keys import derive_seed, keyed_request
 from sealedeval.suites.grounding.design import Design, RequestSpec
 from sealedeval.suites.grounding.suite import (
     GroundingData,

@@ -1,21 +1,18 @@
-"""The grounding section of report.md (rendered from result.json's dict only)."""
+"""The grounding section of report.md, rendered from the suite's result.json section only.
+
+Presentation, not part of the seal (``GroundingSuite.rubric_inputs`` leaves ``present/`` out):
+changing how a number is shown never changes what was pre-registered. The condition letters and
+names come from :mod:`..conditions`, the module that renders them into the prompts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sealedeval.publish.md import num, pct, rate_ci, table
+from sealedeval.render.md import num, pct, rate_ci, table
+from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS
 
-_CONDITIONS = ("A", "B", "E", "C", "F", "D")
-_CONDITION_NAMES = {
-    "A": "schema",
-    "B": "prose, deficient",
-    "E": "prose, complete",
-    "C": "records",
-    "F": "records + padding",
-    "D": "records + federation",
-}
 _A_METRICS = (
     ("m1", "M1 value = reference"),
     ("m2", "M2 id + version"),
@@ -60,7 +57,7 @@ def _m1_overview(a: Mapping[str, Any]) -> list[str]:
             if not ta:
                 continue
             label = eng if role == "primary" else f"{eng} ({role} model role)"
-            rows.append([label, *[_clustered(ta.get(c, {}).get("m1")) for c in _CONDITIONS]])
+            rows.append([label, *[_clustered(ta.get(c, {}).get("m1")) for c in CONDITIONS]])
     if not rows:
         return []
     return [
@@ -69,19 +66,19 @@ def _m1_overview(a: Mapping[str, Any]) -> list[str]:
         "Item means (replicates averaged within item first) with 95% intervals clustered by "
         "item; answerable items only.",
         "",
-        table(["engine", *[f"{c} {_CONDITION_NAMES[c]}" for c in _CONDITIONS]], rows),
+        table(["engine", *[f"{c} {CONDITION_NAMES[c]}" for c in CONDITIONS]], rows),
         "",
     ]
 
 
 def _track_a(ta: Mapping[str, Any]) -> list[str]:
-    conds = [c for c in _CONDITIONS if c in ta]
+    conds = [c for c in CONDITIONS if c in ta]
     rows = []
     for c in conds:
         b = ta[c]
         rows.append(
             [
-                f"{c} {_CONDITION_NAMES[c]}",
+                f"{c} {CONDITION_NAMES[c]}",
                 _counts(b),
                 rate_ci(b["parse"]),
                 *[_wilson(b[m]) for m, _ in _A_METRICS],
@@ -101,7 +98,7 @@ def _track_a(ta: Mapping[str, Any]) -> list[str]:
         b = ta[c]
         rows.append(
             [
-                f"{c} {_CONDITION_NAMES[c]}",
+                f"{c} {CONDITION_NAMES[c]}",
                 *[_clustered(b[m]) for m, _ in _A_METRICS],
                 _wilson(b["m1"].get("errors_as_fail")),
             ]

@@ -1,23 +1,26 @@
 """grounding figures: track A's M1/M2/M7 per condition and engine with item-clustered intervals,
-and one summary panel per B track (gap surfacing, assembly, disclosure, collaboration)."""
+and one summary panel per B track (gap surfacing, assembly, disclosure, collaboration).
+
+Presentation, not sealed; publish draws the specs :func:`figure_specs` returns (through
+``GroundingSuite.figures``) as ``grounding_<name>.{png,svg}``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sealedeval.publish.figures import (
+from sealedeval.render.figures import (
     FigureSpec,
     Point,
     interval_bars,
     new_figure,
     no_data,
     point,
-    register,
     top_legend,
     wilson_point,
 )
-from sealedeval.publish.grounding_md import _CONDITION_NAMES, _CONDITIONS
+from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS, Condition
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -47,9 +50,9 @@ def _series_a(a: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return out
 
 
-def _conditions(series: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+def _conditions(series: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Condition]:
     present = {c for _, ta in series for c in ta}
-    return [c for c in _CONDITIONS if c in present]
+    return [c for c in CONDITIONS if c in present]
 
 
 def _track_a(a: Mapping[str, Any]) -> Figure:
@@ -57,7 +60,7 @@ def _track_a(a: Mapping[str, Any]) -> Figure:
     conds = _conditions(series)
     fig = new_figure(7.2, 7.0)
     axes = fig.subplots(len(_TRACK_A), 1, sharex=True)
-    groups = [c + "\n" + _CONDITION_NAMES[c].replace(" + ", " +\n") for c in conds]
+    groups = [c + "\n" + CONDITION_NAMES[c].replace(" + ", " +\n") for c in conds]
     for ax, (metric, title) in zip(axes, _TRACK_A, strict=True):
         interval_bars(
             ax,
@@ -76,8 +79,9 @@ def _track_a(a: Mapping[str, Any]) -> Figure:
 
 
 def _primaries(a: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    return [(eng, e["roles"]["primary"]) for eng, e in a["engines"].items()
-            if "primary" in e["roles"]]
+    return [
+        (eng, e["roles"]["primary"]) for eng, e in a["engines"].items() if "primary" in e["roles"]
+    ]
 
 
 def _b_panel(
@@ -101,7 +105,9 @@ def _b_panel(
         ax.set_ylim(0, 1.05)
     else:
         interval_bars(
-            ax, groups, [(lab, [wilson_point(b.get(m)) for b in rows]) for m, lab in metrics],
+            ax,
+            groups,
+            [(lab, [wilson_point(b.get(m)) for b in rows]) for m, lab in metrics],
             rotate=True,
         )
         ax.set_ylim(0, 1.05)
@@ -113,19 +119,50 @@ def _b_tracks(a: Mapping[str, Any]) -> Figure:
     engines = _primaries(a)
     fig = new_figure(8.0, 6.4)
     (b1, b2), (b3, b4) = fig.subplots(2, 2)
-    _b_panel(b1, engines, "b1", (("gap_detected", "gap detected"), ("field_named", "field named"),
-                                 ("owner_named", "owner named"), ("false_alarm", "false alarm")),
-             "B1 gap surfacing")
-    _b_panel(b2, engines, "b2", (("correct", "answer accuracy"),), "B2 assembly",
-             keep=lambda stage: stage != "select")
-    _b_panel(b3, engines, "b3", (("precision", "precision"), ("recall", "recall"),
-                                 ("accuracy", "decisions"), ("critical_rate", "critical")),
-             "B3 disclosure control")
-    _b_panel(b4, engines, "b4", (("routing_correct", "routing"),
-                                 ("owner_behaviour_correct", "owner behaviour"),
-                                 ("record_well_formed", "record"),
-                                 ("final_correct", "final answer")),
-             "B4 collaborative completion")
+    _b_panel(
+        b1,
+        engines,
+        "b1",
+        (
+            ("gap_detected", "gap detected"),
+            ("field_named", "field named"),
+            ("owner_named", "owner named"),
+            ("false_alarm", "false alarm"),
+        ),
+        "B1 gap surfacing",
+    )
+    _b_panel(
+        b2,
+        engines,
+        "b2",
+        (("correct", "answer accuracy"),),
+        "B2 assembly",
+        keep=lambda stage: stage != "select",
+    )
+    _b_panel(
+        b3,
+        engines,
+        "b3",
+        (
+            ("precision", "precision"),
+            ("recall", "recall"),
+            ("accuracy", "decisions"),
+            ("critical_rate", "critical"),
+        ),
+        "B3 disclosure control",
+    )
+    _b_panel(
+        b4,
+        engines,
+        "b4",
+        (
+            ("routing_correct", "routing"),
+            ("owner_behaviour_correct", "owner behaviour"),
+            ("record_well_formed", "record"),
+            ("final_correct", "final answer"),
+        ),
+        "B4 collaborative completion",
+    )
     for ax in (b1, b3):
         ax.set_ylabel("rate (Wilson 95% CI)")
     fig.suptitle("grounding track B: per condition (completed calls)", fontsize="medium")
@@ -136,8 +173,9 @@ def _has_b(a: Mapping[str, Any]) -> bool:
     return any(role.get(t) for _, role in _primaries(a) for t in ("b1", "b2", "b3", "b4"))
 
 
-@register("grounding")
-def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
+def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
+    """The grounding figures of one result.json section (``{"seal": ..., "analysis": ...}``):
+    track A when any engine ran it, track B when any B track ran; nothing is drawn here."""
     a = section["analysis"]
     out = []
     if _series_a(a):

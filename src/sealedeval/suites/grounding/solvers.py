@@ -1,5 +1,7 @@
 """Multi-call solvers for the grounding suite: select-then-answer (B2) and the multi-agent
-chain (B4).
+chain (B4), registered in the harness's solver registry (``sealedeval.run.solvers``) when the
+suite package is imported. They live in the suite (not in ``run/``) because they render their
+steps from the suite's data: ``run/`` sits below the suites and imports none of them.
 
 Both run a fixed sequence of dependent calls inside one request: each call is rendered from the
 outputs of the calls before it (by :func:`sealedeval.suites.grounding.requests.step_request`),
