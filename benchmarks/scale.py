@@ -15,12 +15,10 @@ Two measurements, each in a child process (wall time and peak RSS, ``ru_maxrss``
   (``store.raw.latest_records``: column batches → compact ``RawRecord``s, latest per key,
   canonical order), the seal/attempt summary over every attempt row (column-wise in Arrow),
   and the manifest (row counts from Parquet footers, sha256 of each part);
-* ``build`` — the whole ``sealedeval.publish.build.build`` (golden's grading, analysis and
-  request planning included), per phase, when N ≤ ``--build-max``. Above that it is skipped:
-  golden's own work, not the harness, dominates (see the phases at ``--n 20000``):
-  ~0.3 ms per row to grade (4 graders, canonical JSON details), ~0.3 ms per planned request to
-  re-render the plan for the planned-vs-present count, and a pass@k / pass^k table for every
-  k up to the number of repeats, which is quadratic in repeats.
+* ``build`` — every stage after the calls, as the audit runs them (``stages.pipeline.derive``:
+  items, golden's grading into the typed graded table, its analysis and request planning,
+  the completeness summary) and publish's ``assemble`` (manifest, result.json, report.md),
+  per phase, when N ≤ ``--build-max`` (default: always).
 
     python benchmarks/scale.py                         # 1,000,000 rows: harness
     python benchmarks/scale.py --n 20000               # harness + full build, by phase
@@ -71,7 +69,8 @@ def peak_mb():
 HARNESS = PEAK + """
 import json, sys, time
 from pathlib import Path
-from sealedeval.publish.build import _attempt_summary, manifest
+from sealedeval.publish.build import manifest
+from sealedeval.stages.pipeline import _attempt_summary
 from sealedeval.store.raw import latest_records, raw_files
 root = Path(sys.argv[1])
 t0 = time.perf_counter()
@@ -91,6 +90,7 @@ BUILD = PEAK + """
 import json, sys, time
 from pathlib import Path
 import sealedeval.publish.build as B
+import sealedeval.stages.pipeline as P
 from sealedeval.config import load_config
 from sealedeval.plugins import get_suite
 phases = {}
@@ -104,16 +104,21 @@ def timed(owner, name, label):
             phases[label] = phases.get(label, 0.0) + time.perf_counter() - t
     setattr(owner, name, g)
 suite = type(get_suite("golden"))
-timed(B, "latest_records", "read raw (harness)")
+timed(P, "latest_records", "read raw (harness)")
+timed(P, "generate_items", "generate")
 timed(suite, "grade", "golden grade")
+timed(P.artifacts, "normalize_graded", "graded table round trip")
 timed(suite, "analyze", "golden analyze")
 timed(suite, "requests", "golden plan (planned keys)")
-timed(B, "_attempt_summary", "seal summary (harness)")
+timed(P, "_attempt_summary", "seal summary (harness)")
+timed(P, "stage_key", "stage key (raw sha256)")
 timed(B, "manifest", "manifest (harness)")
 timed(B, "dumps", "canonical JSON")
 root = Path(sys.argv[1])
+cfg = load_config(root, ["scale.yaml"])
 t0 = time.perf_counter()
-text, _ = B.build(load_config(root, ["scale.yaml"]))
+docs = {n: P.derive(cfg, n).doc for n in B.published_suites(cfg)}
+text, report = B.assemble(cfg, docs)
 dt = time.perf_counter() - t0
 (root / "results").mkdir(exist_ok=True)
 (root / "results/result.json").write_text(text)
@@ -237,7 +242,7 @@ def main() -> int:
     ap.add_argument("--rows-per-part", type=int, default=100_000)
     ap.add_argument("--row-group", type=int, default=20_000)
     ap.add_argument("--render", type=int, default=20_000, help="genuine rows (rest repeated)")
-    ap.add_argument("--build-max", type=int, default=20_000, help="full build only up to N")
+    ap.add_argument("--build-max", type=int, default=10_000_000, help="full build only up to N")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -264,9 +269,9 @@ def main() -> int:
     if rows <= a.build_max:
         b = child(BUILD, root, a.timeout)
         if isinstance(b, str):
-            print(f"publish.build: {b}")
+            print(f"whole build: {b}")
         else:
-            print(f"publish.build → result.json ({b['bytes']:,} bytes): {b['build_s']:.1f} s, "
+            print(f"whole build (every stage + publish) → result.json ({b['bytes']:,} bytes): {b['build_s']:.1f} s, "
                   f"peak RSS {b['rss_mb']:,.0f} MB; by phase: " + ", ".join(
                       f"{k} {v:.1f} s" for k, v in b["phases"].items()))
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tests.conftest import REPO
 
 from sealedeval.seal import lock
-from sealedeval.suites.base import all_suites
+from sealedeval.plugins import all_suites
 
 
 def test_committed_lock_matches_rubric_inputs() -> None:

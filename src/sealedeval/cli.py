@@ -85,30 +85,32 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from sealedeval.stages import artifacts
     from sealedeval.stages.pipeline import graded_rows, latest, load_items, rows_rubric
+    from sealedeval.stages.pipeline import stage_key, write_graded
 
     cfg = _cfg(args)
     rows = latest(cfg, args.suite)
     items = load_items(cfg, args.suite, rows_rubric(rows))
     graded = graded_rows(cfg, args.suite, items, rows)
-    out = artifacts.graded_path(cfg.root, args.suite)
-    artifacts.write_graded(out, graded)
+    out = write_graded(cfg, args.suite, graded, stage_key(cfg, args.suite))
     print(f"{args.suite}: {len(graded)} graded rows → {out.relative_to(cfg.root)}")
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from sealedeval.stages import artifacts
-    from sealedeval.stages.pipeline import analysis_doc, latest, load_items, rows_rubric
+    from sealedeval.stages.pipeline import analysis_doc, fresh_graded, latest, load_items
+    from sealedeval.stages.pipeline import rows_rubric, stage_key
 
     cfg = _cfg(args)
+    key = stage_key(cfg, args.suite)
+    graded = fresh_graded(cfg, args.suite, key)
+    src = artifacts.graded_path(cfg.root, args.suite).relative_to(cfg.root)
+    if graded is None:
+        raise UserError(f"{src}: missing or older than the raw runs; run `sealedeval grade` first")
     rows = latest(cfg, args.suite)
     items = load_items(cfg, args.suite, rows_rubric(rows))
-    src = artifacts.graded_path(cfg.root, args.suite)
-    if not src.exists():
-        raise UserError(f"{src.relative_to(cfg.root)}: missing; run `sealedeval grade` first")
-    doc = analysis_doc(cfg, args.suite, items, artifacts.read_graded(src), rows)
+    doc = analysis_doc(cfg, args.suite, items, graded, rows, key)
     out = artifacts.analysis_path(cfg.root, args.suite)
     artifacts.write_analysis(out, doc)
     print(f"{args.suite}: analysis → {out.relative_to(cfg.root)}")

@@ -110,8 +110,12 @@ suites: Registry[Suite] = Registry("suite", group="sealedeval.suites")
 
 # The built-in suites, imported on first lookup only (start-up: a golden run never imports
 # grounding's catalog and harness).
-for _name in ("golden", "bloodpanel", "grounding"):
-    suites.add_lazy(_name, f"sealedeval.suites.{_name}:suite")
+for _name, _target in (
+    ("golden", "sealedeval.suites.golden:suite"),
+    ("bloodpanel", "sealedeval.suites.bloodpanel.suite:suite"),
+    ("grounding", "sealedeval.suites.grounding:suite"),
+):
+    suites.add_lazy(_name, _target)
 
 
 def get_suite(name: str) -> Suite:
@@ -134,8 +138,11 @@ def suite_config_schema(name: str) -> Mapping[str, Any] | None:
 
     target = suites.target(name)
     module = target.partition(":")[0]
-    if module:
-        spec = importlib.util.find_spec(module)
+    # find_spec("a.b") imports "a" (not "a.b"): look in the target's parent package first, so
+    # a target like "pkg.suite:suite" never imports the suite's package just to find its schema
+    candidates = [module.rpartition(".")[0], module] if "." in module else [module]
+    for cand in filter(None, candidates):
+        spec = importlib.util.find_spec(cand)
         where: list[Path] = []
         if spec is not None and spec.submodule_search_locations:
             where = [Path(p) for p in spec.submodule_search_locations]

@@ -66,6 +66,9 @@ def load_target(target: str) -> Any:
             obj = getattr(obj, part)
         except AttributeError:
             raise UserError(f"{target!r}: module {mod_name} has no attribute {attr!r}") from None
+    if isinstance(obj, type(mod)):
+        # a submodule of the same name shadowed the object (``pkg.suite`` module vs ``suite``)
+        raise UserError(f"{target!r} names a module, not a registered object")
     return obj
 
 

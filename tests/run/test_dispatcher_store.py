@@ -507,7 +507,7 @@ def test_request_keys_and_bodies_reuse_the_encoded_messages_exactly(
     import dataclasses
     import hashlib
 
-    from sealedeval.suites.base import keyed_request, request_key
+    from sealedeval.keys import keyed_request, request_key
 
     params.pop("messages", None)
     doc = {

@@ -27,7 +27,7 @@ from sealedeval.config import load_config
 from sealedeval.run.runner import plan
 from sealedeval.seal import lock
 from sealedeval.store.raw import latest_rows, raw_dir, raw_files, read_raw
-from sealedeval.suites.base import get_suite
+from sealedeval.plugins import get_suite
 
 HERE = Path(__file__).resolve().parent
 RUN = ("run", "golden", "--engine", "fake", "-c", "fake.yaml", "--no-progress")

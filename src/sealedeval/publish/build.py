@@ -22,7 +22,6 @@ from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
 from sealedeval.seal import lock
-from sealedeval.stages import artifacts
 from sealedeval.store.raw import part_rows, raw_files
 
 RESULT = Path("results/result.json")
@@ -54,11 +53,14 @@ def published_suites(cfg: Config) -> list[str]:
 
 
 def read_docs(cfg: Config) -> dict[str, dict[str, Any]]:
-    """The analysis file of every published suite (written by ``sealedeval analyze``)."""
+    """The analysis file of every published suite: the one ``sealedeval analyze`` wrote when it
+    is fresh, else the stale or missing stages are derived first (``ensure_analysis``)."""
+    from sealedeval.stages.pipeline import ensure_analysis
+
     names = published_suites(cfg)
     if not names:
         raise UserError("results/raw: no raw runs for any enabled suite")
-    return {n: artifacts.read_analysis(artifacts.analysis_path(cfg.root, n)) for n in names}
+    return {n: ensure_analysis(cfg, n) for n in names}
 
 
 def assemble(cfg: Config, docs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:

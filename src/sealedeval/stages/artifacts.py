@@ -151,10 +151,29 @@ def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return rows_from_table(graded_table(graded))
 
 
-def write_graded(path: Path, graded: Sequence[Mapping[str, Any]]) -> None:
+def write_graded(
+    path: Path, graded: Sequence[Mapping[str, Any]], meta: Mapping[str, str] | None = None
+) -> None:
     table = graded_table(graded)
+    md = dict(table.schema.metadata or {})
+    md.update({f"sealedeval.{k}".encode(): v.encode() for k, v in (meta or {}).items()})
+    table = table.replace_schema_metadata(md)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+def read_graded_meta(path: Path) -> dict[str, str]:
+    """The ``meta`` a graded file was written with (e.g. its stage key)."""
+    try:
+        md = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid) as e:
+        raise UserError(f"{path}: not a readable graded file ({e})") from None
+    skip = {_JSON_COLUMNS, _COLUMN_ORDER}
+    return {
+        k.decode().removeprefix("sealedeval."): v.decode()
+        for k, v in md.items()
+        if k.startswith(b"sealedeval.") and k not in skip
+    }
 
 
 def read_graded(path: Path) -> list[dict[str, Any]]:

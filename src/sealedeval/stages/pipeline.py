@@ -178,21 +178,70 @@ def identities(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def stage_key(cfg: Config, name: str) -> str:
+    """What the graded and analysis files of a suite were derived from: every raw part of the
+    suite (path and sha256) and the suite's config. A file whose key differs is stale: new
+    calls were stored, a part changed, or the config moved since it was written."""
+    from sealedeval.canonical import compact
+    from sealedeval.fsutil import sha256_file
+
+    raw = [[f.relative_to(cfg.root).as_posix(), sha256_file(f)] for f in raw_files(cfg.root, name)]
+    doc = {"format": ITEMS_FORMAT, "raw": raw, "config_sha256": suite_config_sha256(cfg, name)}
+    return sha256_text(compact(doc))
+
+
 def analysis_doc(
     cfg: Config,
     name: str,
     items: Sequence[Mapping[str, Any]],
     graded: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
+    key: str,
 ) -> dict[str, Any]:
     """What ``results/analysis/S.json`` holds: the suite's analysis, its seal and completeness,
-    the suite's provenance and the engine identities its rows name."""
+    the suite's provenance, the engine identities its rows name and the stage key."""
     return {
         "suite": suite_info(name),
+        "stage_key": key,
         "seal": completeness(cfg, name, items, rows),
         "analysis": analyze(cfg, get_suite(name), items, graded, rows),
         "engines": identities(rows),
     }
+
+
+def write_graded(cfg: Config, name: str, graded: Sequence[Mapping[str, Any]], key: str) -> Path:
+    path = artifacts.graded_path(cfg.root, name)
+    artifacts.write_graded(path, graded, {"stage_key": key})
+    return path
+
+
+def fresh_graded(cfg: Config, name: str, key: str) -> list[dict[str, Any]] | None:
+    path = artifacts.graded_path(cfg.root, name)
+    if path.exists() and artifacts.read_graded_meta(path).get("stage_key") == key:
+        return artifacts.read_graded(path)
+    return None
+
+
+def ensure_analysis(cfg: Config, name: str) -> dict[str, Any]:
+    """The suite's analysis document: the file when it is fresh (what the workflow's analyze
+    rule wrote), else the missing or stale stages derived now and their files written — so
+    ``sealedeval publish`` after ``run`` works from the command line too, and never publishes
+    numbers from a graded or analysis file older than the raw runs."""
+    key = stage_key(cfg, name)
+    apath = artifacts.analysis_path(cfg.root, name)
+    if apath.exists():
+        doc = artifacts.read_analysis(apath)
+        if doc.get("stage_key") == key:
+            return doc
+    rows = latest(cfg, name)
+    items = load_items(cfg, name, rows_rubric(rows))
+    graded = fresh_graded(cfg, name, key)
+    if graded is None:
+        graded = graded_rows(cfg, name, items, rows)
+        write_graded(cfg, name, graded, key)
+    doc = analysis_doc(cfg, name, items, graded, rows, key)
+    artifacts.write_analysis(apath, doc)
+    return doc
 
 
 @dataclass
@@ -210,4 +259,6 @@ def derive(cfg: Config, name: str) -> Derived:
     rows = latest(cfg, name)
     items = generate_items(cfg, name, rows_rubric(rows))
     graded = graded_rows(cfg, name, items, rows)
-    return Derived(name, items, graded, analysis_doc(cfg, name, items, graded, rows))
+    return Derived(
+        name, items, graded, analysis_doc(cfg, name, items, graded, rows, stage_key(cfg, name))
+    )
