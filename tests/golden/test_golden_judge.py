@@ -224,7 +224,7 @@ def test_judge_requests_ask_for_the_verdict_contract() -> None:
     import json
 
     from sealedeval.config import load_config
-    from sealedeval.suites.base import get_suite
+    from sealedeval.plugins import get_suite
 
     cfg = load_config(ROOT, ["config/embedded-full.yaml"])
     suite = get_suite("golden")
@@ -257,7 +257,7 @@ def test_judge_calls_come_in_prefix_sharing_order() -> None:
     import itertools
 
     from sealedeval.config import load_config
-    from sealedeval.suites.base import get_suite
+    from sealedeval.plugins import get_suite
 
     def shared_prefix(a: str, b: str) -> str:
         n = next(

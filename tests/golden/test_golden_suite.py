@@ -14,7 +14,7 @@ import yaml
 
 from sealedeval.config import load_config
 from sealedeval.errors import UserError
-from sealedeval.suites.base import get_suite
+from sealedeval.plugins import get_suite
 from sealedeval.suites.golden import design
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,7 +182,7 @@ def test_branch_task_subset_errors_are_one_line(tmp_path: Path) -> None:
         _plan([_extra(tmp_path, {"branches": {"B": {"tasks": ["g01", "g99"]}}})], "reference")
     with pytest.raises(UserError, match=r"branches\.A\.tasks: the base branch runs every task"):
         _plan([_extra(tmp_path, {"branches": {"A": {"tasks": ["g01"]}}})], "reference")
-    with pytest.raises(UserError, match=r"suites\.golden\.branches\.B\.tasks"):
+    with pytest.raises(UserError, match=r"suites\.golden(\.|: )branches\.B\.tasks"):
         load_config(ROOT, [_extra(tmp_path, {"branches": {"B": {"tasks": []}}})])
 
 
@@ -222,6 +222,9 @@ def test_an_empty_branch_engines_list_means_no_engine_runs_b_or_c(
         root, "run", "golden", "-c", "config/a-only.yaml", "--no-progress", capsys=capsys
     )
     assert rc == 0, err[-2000:]
+    for cmd in ("grade", "analyze"):
+        rc, out = _cli(root, cmd, "golden", "-c", "config/a-only.yaml", capsys=capsys)
+        assert rc == 0, out[-2000:]
     rc, out = _cli(root, "publish", "-c", "config/a-only.yaml", capsys=capsys)
     assert rc == 0, out[-2000:]
     res = json.loads((root / "results/result.json").read_text())
@@ -256,6 +259,59 @@ def _cli(root: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[in
     return rc, out + err
 
 
+def _check_metrics(a: dict[str, Any]) -> None:
+    """The typed metric list mirrors the analysis tables (the same numbers, with denominators)."""
+    from sealedeval.stats.metrics import sort_metrics, validate_metrics
+
+    ms = validate_metrics(a["metrics"], "golden")
+    assert ms == sort_metrics(ms)
+    by = {(m["metric"], tuple(sorted(m["groups"].items()))): m for m in ms}
+    e = a["engines"]["reference"]
+    for b, entry in e["branches"].items():
+        g = (("branch", b), ("engine", "reference"))
+        acc = by[("greedy_accuracy", g)]
+        main = entry["main"]
+        assert (acc["estimate"], acc["lo"], acc["hi"], acc["method"], acc["unit"]) == (
+            main["accuracy"]["rate"],
+            main["accuracy"]["lo"],
+            main["accuracy"]["hi"],
+            "wilson",
+            "task",
+        )
+        assert (acc["n_total"], acc["n_ok"], acc["n_error"]) == (6, 6, 0)
+        assert by[("greedy_accuracy_errors_as_failures", g)]["estimate"] == 1.0
+        assert by[("judge_pass", g)]["estimate"] == 1.0
+        assert by[("judge_regex_agreement", g)]["estimate"] == 1.0
+        assert by[("judge_regex_kappa", g)]["estimate"] is None  # one label: κ undefined
+        rep = entry["repeats"]
+        if rep["n_runs"]:
+            k = str(rep["n_runs"])
+            gk = tuple(sorted((*g, ("k", k))))
+            for name in ("pass_at_k", "pass_hat_k"):
+                m = by[(name, gk)]
+                assert m["estimate"] == rep[name][k] and m["method"] == "unbiased estimator"
+                assert (m["lo"], m["hi"]) == (None, None)
+                assert (m["n_total"], m["n_ok"], m["n_error"]) == (
+                    rep["n_total"],
+                    rep["n_total"],
+                    0,
+                )
+        else:
+            assert not [
+                m
+                for m in ms
+                if m["metric"].startswith("pass") and ("branch", b) in m["groups"].items()
+            ]
+    for v in e["judge"]["calibration"]["variants"]:
+        g = (("engine", "reference"), ("variant", v))
+        assert by[("judge_human_agreement", g)]["estimate"] == 1.0
+        assert by[("judge_human_kappa", g)]["estimate"] == 1.0
+        assert by[("judge_human_kappa", g)]["n_ok"] == 18
+    for t in ("position", "verbosity"):
+        m = by[("judge_order_consistent", (("engine", "reference"), ("test", t)))]
+        assert (m["estimate"], m["n_ok"], m["n_error"]) == (1.0, 6, 0)
+
+
 def test_reference_engine_end_to_end(
     project: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -279,6 +335,9 @@ def test_reference_engine_end_to_end(
     assert f"requested {n}, skipped (already ok) 0, ok {n}, error 0" in err
     rc, err = _cli(root, *run, capsys=capsys)
     assert f"requested {n}, skipped (already ok) {n}, ok 0, error 0" in err
+    for stage in ("grade", "analyze"):  # the stages publish reads (results/analysis/golden.json)
+        rc, out = _cli(root, stage, "golden", "-c", "config/ref.yaml", capsys=capsys)
+        assert rc == 0, out[-3000:]
     for cmd in ("publish", "audit"):
         rc, out = _cli(root, cmd, "-c", "config/ref.yaml", capsys=capsys)
         assert rc == 0, out[-3000:]
@@ -304,6 +363,7 @@ def test_reference_engine_end_to_end(
     assert e["probes"]["injection"]["branches"]["A"]["complied"]["k"] == 0
     assert e["probes"]["attribute_swap"]["n_pairs"] == 6
     assert e["probes"]["contamination"] == {}
+    _check_metrics(g["analysis"])
     report = (root / "results/report.md").read_text()
     for heading in (
         "### Branches",

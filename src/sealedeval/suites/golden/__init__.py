@@ -6,8 +6,8 @@ greedy, so the branch table reproduces; a self-consistency branch votes over fix
 trajectories) and ``repeats`` times at ``temperature`` with fixed per-task seeds. The base branch
 runs on every engine; the others on ``branch_engines``. Configured judge engines also run the
 judge measurements (``judging.py``) and grade their own transcripts in a second phase; configured
-probe engines run the injection, attribute-swap and (local weights only) contamination probes
-(``probing.py``). Every call is a raw row, so the audit covers all of it.
+probe engines run the injection, attribute-swap and (engines declaring log-probs only)
+contamination probes (``probing.py``). Every call is a raw row, so the audit covers all of it.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
+from sealedeval.keys import derive_seed
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
-from sealedeval.suites.base import derive_seed, suites
+from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
 from sealedeval.suites.golden.items import (
     load_attribute_swap,
@@ -29,6 +30,9 @@ from sealedeval.suites.golden.items import (
     load_retention,
     load_tasks,
 )
+
+if TYPE_CHECKING:
+    from sealedeval.render.figures import FigureSpec
 
 
 def _task_ids(cfg: Config) -> set[str]:
@@ -50,7 +54,6 @@ class GoldenSuite:
             "data/golden/attribute_swap.yaml",
             "data/golden/contamination.yaml",
             "pkg:sealedeval/graders/*.py",
-            "pkg:sealedeval/suites/base.py",
             "pkg:sealedeval/suites/golden/*.py",
             "pkg:sealedeval/run/agent.py",
             "pkg:sealedeval/probes/*.py",
@@ -164,17 +167,14 @@ class GoldenSuite:
         all_branches = {b.name: b for b in design.branches(scfg, _task_ids(cfg))}
         base = str(scfg.get("base_branch", "A"))
         engines: dict[str, Any] = {}
+        metrics: list[Metric] = []
         correct: dict[str, dict[str, bool]] = defaultdict(dict)
         for eng in sorted({r["engine"] for r in rows}):
             erows = [r for r in rows if r["engine"] == eng]
             keys = {r["request_key"] for r in erows}
             egraded = [g for g in graded if g["request_key"] in keys]
             cat_of = {g["request_key"]: g["category"] for g in egraded}
-            n_err = sum(1 for r in erows if r["status"] != "ok")
-            kinds: dict[str, int] = defaultdict(int)
-            for r in erows:
-                if r["status"] != "ok":
-                    kinds[r["error_kind"]] += 1
+            counts = status_counts(erows)
             answers = [r for r in erows if design.condition_kind(r["condition"]) == "answer"]
             present = sorted({design.split_condition(r["condition"])[0] for r in answers})
             branch_out: dict[str, Any] = {}
@@ -203,11 +203,8 @@ class GoldenSuite:
             base_main = [r for r in answers if r["condition"] == f"{base}/main"]
             engines[eng] = {
                 "model": erows[0]["model"],
-                "n_total": len(erows),
-                "n_ok": len(erows) - n_err,
-                "n_error": n_err,
-                "errors_by_kind": dict(sorted(kinds.items())),
-                "complete": n_err == 0,
+                **counts,  # n_total, n_ok, n_error, errors_by_kind
+                "complete": counts["n_error"] == 0,
                 "branches": branch_out,
                 "branch_comparisons": plan.branch_comparisons(branch_correct),
                 "judge": judging.judge_analysis(cfg.root, scfg, erows, tasks),
@@ -225,6 +222,7 @@ class GoldenSuite:
                     for r in sorted(base_main, key=lambda r: r["item_id"])
                 },
             }
+            metrics += plan.engine_metrics(eng, engines[eng], erows)
         names = sorted(engines)
         pair = scfg.get("compare") or names[:2]
         comparisons = []
@@ -250,7 +248,21 @@ class GoldenSuite:
             "comparisons": comparisons,
             "methods": plan.INTERVALS,
             "footer": self._footer(cfg, sorted(engines)),
+            "metrics": sort_metrics(metrics),
         }
+
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        """The golden part of report.md, from its result.json section (presentation is not
+        sealed: imported here, never by the modules above)."""
+        from sealedeval.suites.golden.present import report
+
+        return report.render(section)
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        """The golden figures (accuracy, branches, pass@k, runs, judge); nothing is drawn."""
+        from sealedeval.suites.golden.present import figures
+
+        return figures.figure_specs(section)
 
     def _footer(self, cfg: Config, engines: list[str]) -> dict[str, Any]:
         """Model, temperature, seeds, prices, interval methods; provider retention notes as
@@ -287,4 +299,4 @@ class GoldenSuite:
         }
 
 
-suites.register("golden")(GoldenSuite())
+suite = GoldenSuite()

@@ -11,9 +11,9 @@ Branches (``branches: {A: {solver: single}, B: {solver: agent}, C: {solver: agen
 self_consistency: 3}}``): ``single`` = one call with the five files in the prompt; ``agent`` =
 the files only through tools (``run/agent.py``). The base branch (``base_branch``, default A)
 runs on every engine of the suite; the others only on ``branch_engines``. Each engine speaks the
-tool protocol its config names (``tool_protocol: native|json``); by default ``local`` uses
-``json`` (llama.cpp's server does not parse tool calls for this model) and every other kind
-``native``.
+tool protocol its config names (``tool_protocol: native|json``), else the one its kind declares
+(``engines.capabilities``: the embedded ``local`` model declares ``json``, llama.cpp's server
+not parsing tool calls for it; the others ``native``).
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ from typing import Any
 
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Request
+from sealedeval.engines.base import Request, capabilities
 from sealedeval.errors import UserError
+from sealedeval.keys import derive_seed, keyed_request
 from sealedeval.run.agent import TOOL_SPECS
-from sealedeval.suites.base import derive_seed, keyed_request
 from sealedeval.suites.golden import prompts
 
 SUITE = "golden"
-DEFAULT_PROTOCOL = {"local": "json"}
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,8 @@ def engine_branches(
 
 
 def tool_protocol(engine: EngineConfig) -> str:
-    proto = str(engine.extra.get("tool_protocol") or DEFAULT_PROTOCOL.get(engine.kind, "native"))
+    """The engine's agent protocol: its ``tool_protocol`` config, else its kind's capability."""
+    proto = str(capabilities(engine).tool_protocol)
     if proto not in ("native", "json"):
         raise UserError(f"engines.{engine.name}.tool_protocol: must be native or json")
     return proto
@@ -144,8 +144,18 @@ def make_request(
     solver: str = "single",
 ) -> Request:
     return keyed_request(
-        SUITE, item_id, condition, rep, seed, engine.name, model, params, msgs,
-        item=item, tools=tools, solver=solver,
+        SUITE,
+        item_id,
+        condition,
+        rep,
+        seed,
+        engine.name,
+        model,
+        params,
+        msgs,
+        item=item,
+        tools=tools,
+        solver=solver,
     )
 
 

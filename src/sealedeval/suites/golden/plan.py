@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval import stats
+from sealedeval.stats._passk import mean_pass_k_curves
+from sealedeval.stats.metrics import Metric, metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
 INTERVALS = "Wilson 95% score interval for rates; exact two-sided sign test for paired comparisons"
@@ -122,7 +124,8 @@ def repeats_table(
         if 0 <= int(r["repeat"]) < n_runs and ok:
             per_run[int(r["repeat"])] += 1
     mean, sd = stats.mean_sd([float(x) for x in per_run]) if n_runs else (math.nan, math.nan)
-    ks = range(1, n_runs + 1)
+    # every k in one pass over the counts (linear in repeats; one k at a time was quadratic)
+    at, hat = mean_pass_k_curves(trials, n_runs) if trials and n_runs else ([], [])
     return {
         "n_runs": n_runs,
         "n_total": len(rows),
@@ -130,8 +133,8 @@ def repeats_table(
         "per_run_correct": per_run,
         "per_run_mean": mean,
         "per_run_sd": sd,
-        "pass_at_k": {str(k): stats.mean_pass_at_k(trials, k) for k in ks} if trials else {},
-        "pass_hat_k": {str(k): stats.mean_pass_hat_k(trials, k) for k in ks} if trials else {},
+        "pass_at_k": {str(k): v for k, v in enumerate(at, 1)},
+        "pass_hat_k": {str(k): v for k, v in enumerate(hat, 1)},
     }
 
 
@@ -287,5 +290,158 @@ def top_transcripts(
                 "n": n,
                 "quotes": quotes,
             }
+        )
+    return out
+
+
+# -- the typed metric list (stats.metrics): what publish and an auditor read without golden ------
+
+JUDGE_TESTS = ("position", "verbosity")
+
+
+def _from_rate(
+    name: str,
+    groups: Mapping[str, Any],
+    r: Mapping[str, Any],
+    *,
+    n_ok: int,
+    n_error: int,
+    unit: str,
+) -> Metric:
+    """A ``Metric`` from one of this plan's ``rate`` dicts: the same numbers the report shows,
+    None where the rate has no denominator."""
+    has = bool(r.get("n"))
+    return metric(
+        name,
+        groups,
+        r.get("rate") if has else None,
+        r.get("lo") if has else None,
+        r.get("hi") if has else None,
+        method="wilson",
+        n_total=n_ok + n_error,
+        n_ok=n_ok,
+        n_error=n_error,
+        unit=unit,
+    )
+
+
+def _plain(
+    name: str,
+    groups: Mapping[str, Any],
+    value: Any,
+    *,
+    n_ok: int,
+    n_error: int,
+    unit: str,
+    method: str = "none",
+) -> Metric:
+    """A ``Metric`` without an interval (κ, agreement with another grader, pass@k)."""
+    return metric(
+        name,
+        groups,
+        value,
+        None,
+        None,
+        method=method,
+        n_total=n_ok + n_error,
+        n_ok=n_ok,
+        n_error=n_error,
+        unit=unit,
+    )
+
+
+def _branch_metrics(engine: str, bname: str, b: Mapping[str, Any]) -> list[Metric]:
+    g = {"engine": engine, "branch": bname}
+    m = b["main"]
+    ok, err = int(m["n_ok"]), int(m["n_error"])
+    out = [
+        _from_rate("greedy_accuracy", g, m["accuracy"], n_ok=ok, n_error=err, unit="task"),
+        _from_rate(
+            "greedy_accuracy_errors_as_failures",
+            g,
+            m["accuracy_lower_bound"],
+            n_ok=ok,
+            n_error=err,
+            unit="task",
+        ),
+    ]
+    rep = b["repeats"]
+    if rep["pass_at_k"]:
+        k = max(int(x) for x in rep["pass_at_k"])
+        err = int(rep["n_error"])
+        ok = int(rep["n_total"]) - err
+        for key in ("pass_at_k", "pass_hat_k"):
+            out.append(
+                _plain(
+                    key,
+                    g | {"k": k},
+                    rep[key][str(k)],
+                    n_ok=ok,
+                    n_error=err,
+                    unit="task",
+                    method="unbiased estimator",
+                )
+            )
+    j = b.get("judge") or {}
+    if j:
+        ok = int(j["pass"]["n"])
+        err = max(0, int(m["n_total"]) - ok)  # greedy answers without a judge + regex pair
+        out.append(_from_rate("judge_pass", g, j["pass"], n_ok=ok, n_error=err, unit="task"))
+        for name, key in (
+            ("judge_regex_agreement", "agreement_with_regex"),
+            ("judge_regex_kappa", "kappa_with_regex"),
+        ):
+            out.append(_plain(name, g, j.get(key), n_ok=ok, n_error=err, unit="task"))
+    return out
+
+
+def engine_metrics(
+    engine: str, entry: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> list[Metric]:
+    """One engine's metrics, read from its analysis ``entry`` (``GoldenSuite.analyze``'s
+    ``engines[engine]``, so they are the report's numbers) and its raw ``rows`` (the judge's
+    error counts per condition).
+
+    Per branch: greedy accuracy over completed tasks and with errors counted as failures
+    (Wilson, unit task); pass@k and pass^k at the largest k sampled (unbiased estimator, no
+    interval; counts are the sampled requests); the judge's PASS rate and its agreement and κ
+    with the regex grader on the greedy answers both graded. Per judge prompt variant:
+    agreement (Wilson) and κ with the human labels; per pairwise test: order consistency.
+    """
+    out: list[Metric] = []
+    for bname, b in sorted((entry.get("branches") or {}).items()):
+        out += _branch_metrics(engine, bname, b)
+    judge = entry.get("judge") or {}
+    variants = (judge.get("calibration") or {}).get("variants") or {}
+    for variant, cal in sorted(variants.items()):
+        g = {"engine": engine, "variant": variant}
+        sc = status_counts(r for r in rows if r["condition"] == f"judge/calibration/{variant}")
+        n, err = int(cal["n"]), int(sc["n_error"])
+        t = cal.get("table") or {}
+        agree = int(t.get("judge_pass_human_pass", 0)) + int(t.get("judge_fail_human_fail", 0))
+        out.append(
+            _from_rate(
+                "judge_human_agreement", g, rate(agree, n), n_ok=n, n_error=err, unit="answer"
+            )
+        )
+        out.append(
+            _plain("judge_human_kappa", g, cal.get("kappa"), n_ok=n, n_error=err, unit="answer")
+        )
+    for test in JUDGE_TESTS:
+        pt = judge.get(test)
+        if not pt:
+            continue
+        planned = {r["item_id"] for r in rows if r["condition"].startswith(f"judge/{test}/")}
+        oc = pt["order_consistent"]
+        n = int(oc["n"])
+        out.append(
+            _from_rate(
+                "judge_order_consistent",
+                {"engine": engine, "test": test},
+                oc,
+                n_ok=n,
+                n_error=max(0, len(planned) - n),
+                unit="pair",
+            )
         )
     return out

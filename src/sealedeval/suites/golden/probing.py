@@ -8,8 +8,8 @@ Conditions:
   of those, the ones branch ``B`` answers when it runs on a task subset.
 * ``probe/swap/base|swapped`` — the attribute-swap tasks (``data/golden/attribute_swap.yaml``)
   over the base and the swapped directory, on the configured branch.
-* ``probe/contamination/original|paraphrase`` — the in-process log-prob probe on a ``local``
-  engine's own weights (``probes/logprobs.py``), one row per text.
+* ``probe/contamination/original|paraphrase`` — the in-process log-prob probe on the weights of
+  an engine that declares ``logprobs`` (``probes/logprobs.py``), one row per text.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Request
+from sealedeval.engines.base import Request, capabilities
 from sealedeval.errors import UserError
 from sealedeval.graders import graders
+from sealedeval.keys import derive_seed
 from sealedeval.probes import compliance_table, complied, contamination_table, swap_table
 from sealedeval.probes.logprobs import matched_words
 from sealedeval.run.agent import trajectory_summary
-from sealedeval.suites.base import derive_seed
 from sealedeval.suites.golden.design import Branch, answer_request, make_request
 from sealedeval.suites.golden.items import (
     load_attribute_swap,
@@ -117,7 +117,7 @@ def probe_requests(
                 if ib.selects(str(t["id"]))
             ]
     cc = pc.get("contamination") or {}
-    if agents and cc.get("enabled", True) and engine.kind == "local":
+    if agents and cc.get("enabled", True) and capabilities(engine).logprobs:
         data = load_contamination(root)
         checked: set[str] = set()
         for s in data["sentences"]:

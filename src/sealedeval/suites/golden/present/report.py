@@ -1,11 +1,14 @@
-"""The golden section of report.md (rendered from result.json's dict only)."""
+"""The golden section of report.md (rendered from result.json's dict only).
+
+Moved from ``publish/golden_md.py`` unchanged; ``GoldenSuite.report_sections`` calls ``render``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from sealedeval.publish.md import num, pct, rate_ci, table
+from sealedeval.render.md import num, pct, rate_ci, table
 
 
 def _g(d: Mapping[str, Any] | None, *path: str) -> Any:

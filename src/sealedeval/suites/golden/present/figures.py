@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sealedeval.publish.figures import (
+from sealedeval.render.figures import (
     FigureSpec,
     interval_bars,
     new_figure,
     no_data,
     point,
-    register,
     top_legend,
     wilson_point,
 )
@@ -82,8 +81,10 @@ def _branches(a: Mapping[str, Any]) -> Figure:
     groups = [f"{eng}\n{b} ({_n_tasks(r)} tasks)" for eng, b, r in rows]
     series = [
         ("regex, completed", [wilson_point(r["main"]["accuracy"]) for _, _, r in rows]),
-        ("regex, errors = fail",
-         [wilson_point(r["main"]["accuracy_lower_bound"]) for _, _, r in rows]),
+        (
+            "regex, errors = fail",
+            [wilson_point(r["main"]["accuracy_lower_bound"]) for _, _, r in rows],
+        ),
         ("exact match", [wilson_point(r["main"]["exact"]) for _, _, r in rows]),
         ("judge PASS", [wilson_point((r.get("judge") or {}).get("pass")) for _, _, r in rows]),
     ]
@@ -131,8 +132,12 @@ def _runs(a: Mapping[str, Any]) -> Figure:
         if runs:
             ax.scatter([i] * len(runs), runs, color="#4477aa", zorder=3)
             ax.errorbar(
-                [i + 0.15], [r["per_run_mean"]], yerr=[[r["per_run_sd"] or 0.0]] * 2,
-                fmt="D", color="#cc6677", capsize=4,
+                [i + 0.15],
+                [r["per_run_mean"]],
+                yerr=[[r["per_run_sd"] or 0.0]] * 2,
+                fmt="D",
+                color="#cc6677",
+                capsize=4,
             )
         else:
             ax.text(i, 0.5, "no repeats", ha="center", fontsize="small")
@@ -184,7 +189,9 @@ def _judge(a: Mapping[str, Any]) -> Figure:
     left.set_ylabel("rate (Wilson 95% CI)")
 
     pairs = [
-        (eng, test, j[test]) for eng, j in judges.items() for test in ("position", "verbosity")
+        (eng, test, j[test])
+        for eng, j in judges.items()
+        for test in ("position", "verbosity")
         if j.get(test)
     ]
     if pairs:
@@ -227,8 +234,8 @@ def _judge(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-@register("golden")
-def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
+def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
+    """The golden figures for one result.json section (``{"seal": ..., "analysis": ...}``)."""
     a = section["analysis"]
     n = a["n_items"]
     out = [
