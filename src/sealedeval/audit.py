@@ -28,6 +28,7 @@ from sealedeval.fsutil import sha256_file
 from sealedeval.plugins import get_suite
 from sealedeval.seal import git, lock
 from sealedeval.seal.lock import PREREG_NAME
+from sealedeval.store import ledger
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
 
 RESULT = Path("results/result.json")
@@ -72,6 +73,9 @@ class Auditor:
         self._guard("manifest checksums", self.check_manifest)
         self._guard("result re-derives", self.check_rederive)
         self._guard("counts add up", self.check_counts)
+        self._guard("ledger chain", self.check_ledger)
+        self._guard("ledgered parts", self.check_ledger_parts)
+        self._guard("attempts", self.check_attempts)
         self._guard("external anchors", self.check_anchors)
         return self.checks
 
@@ -286,6 +290,103 @@ class Auditor:
             not problems,
             "; ".join(problems[:3]) or "ok + error + refused = requests for every suite and engine",
         )
+
+    # -- the run ledger ---------------------------------------------------------------------
+    def _entries(self) -> list[dict[str, Any]]:
+        if not hasattr(self, "_ledger_entries"):
+            self._ledger_entries = ledger.read(self.root)
+        return self._ledger_entries
+
+    def check_ledger(self) -> None:
+        """The chain holds, and the working ledger extends every committed version of it."""
+        entries = self._entries()
+        history = git.file_history(self.root, ledger.LEDGER_NAME)
+        if not entries and not history:
+            self.add("ledger chain", not raw_files(self.root),
+                     f"no {ledger.LEDGER_NAME}: the raw runs are accounted for by no ledger")
+            return
+        problems = ledger.chain_problems(entries)
+        path = self.root / ledger.LEDGER_NAME
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        later = [t for _, t in history[1:]] + [text] if history else []
+        for (commit, old), new in zip(history, later, strict=True):
+            if not new.startswith(old):
+                problems.append(f"{ledger.LEDGER_NAME} rewritten after commit {commit[:12]} "
+                                "(a committed entry was changed or removed)")
+                break
+        committed = len(ledger.parse(history[-1][1])) if history else 0
+        pending = len(entries) - committed
+        self.add(
+            "ledger chain",
+            not problems,
+            "; ".join(problems[:3])
+            or f"{len(entries)} entries chained; "
+            + (f"{pending} not committed yet" if pending else "all committed"),
+            warn=False,
+        )
+
+    def check_ledger_parts(self) -> None:
+        """Every part a run wrote under the published seal is present with its bytes, every
+        present part was written by a ledgered run, and result.json reports every ledgered
+        (suite, engine)."""
+        entries = self._entries()
+        if not entries:
+            return
+        current = {s: e["sha256"] for s, e in lock.read(self.root)["suites"].items()}
+        listed: dict[str, tuple[str, int, bool]] = {}
+        for e in entries:
+            now = current.get(e["suite"]) == e["rubric_sha256"]
+            for part in e["parts"]:
+                listed[part["path"]] = (part["sha256"], part["rows"], now)
+        present = {f.relative_to(self.root).as_posix(): f for f in raw_files(self.root)}
+        problems = []
+        aside = 0
+        for path, (digest, _rows, now) in sorted(listed.items()):
+            f = present.get(path)
+            if f is None:
+                if now:
+                    problems.append(f"{path} is in the ledger but missing")
+                else:
+                    aside += 1
+            elif sha256_file(f) != digest:
+                problems.append(f"{path} differs from the ledger (edited or swapped)")
+        problems += [f"{p} was written by no ledgered run" for p in sorted(set(present) - set(listed))]
+        reported = {
+            (suite, eng)
+            for suite, sec in (self.result or {}).get("suites", {}).items()
+            for eng in sec["seal"]["counts"]
+        }
+        ledgered = {(e["suite"], e["engine"]) for e in entries
+                    if current.get(e["suite"]) == e["rubric_sha256"] and e["parts"]}
+        problems += [f"{s}/{e} has ledgered runs but is not in {RESULT}"
+                     for s, e in sorted(ledgered - reported)]
+        note = f"; {aside} parts of runs under an earlier seal are not present" if aside else ""
+        self.add(
+            "ledgered parts",
+            not problems,
+            "; ".join(problems[:3]) or f"{len(listed)} ledgered parts present and unchanged{note}",
+        )
+
+    def check_attempts(self) -> None:
+        """Disclose how many runs each (suite, engine) had, and under how many seals/configs."""
+        entries = self._entries()
+        if not entries:
+            return
+        by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for e in entries:
+            by.setdefault((e["suite"], e["engine"]), []).append(e)
+        parts = []
+        for (suite, eng), es in sorted(by.items()):
+            seals = len({e["rubric_sha256"] for e in es})
+            configs = len({e["config_sha256"] for e in es})
+            extra = []
+            if seals > 1:
+                extra.append(f"{seals} seals")
+            if configs > 1:
+                extra.append(f"{configs} configs")
+            parts.append(f"{suite}/{eng} {len(es)} run{'s' if len(es) != 1 else ''}"
+                         + (f" ({', '.join(extra)})" if extra else ""))
+        self.add("attempts", True, "; ".join(parts))
 
     def check_anchors(self) -> None:
         """RFC 3161 token and/or pre-registration deposit; each must predate the first call."""

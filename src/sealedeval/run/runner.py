@@ -24,7 +24,7 @@ from sealedeval.engines import build_engine
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.run.dispatcher import Dispatcher, RunStats
+from sealedeval.run.dispatcher import Dispatcher, RunStats, now_iso
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.seal import lock
 from sealedeval.store.raw import (
@@ -196,18 +196,26 @@ def _run_suite(
         stats.skipped += sum(1 for r in more if r.request_key in done2)
         return [r for r in more if r.request_key not in done2]
 
-    later = None if todo else followups()
-    if todo or later:
-        old = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
-        try:
-            asyncio.run(
-                _dispatch(
-                    engine, writer, p, todo, stats, progress, followups if todo else lambda: later
+    started = now_iso()
+    outcome = "interrupted"
+    try:
+        later = None if todo else followups()
+        if todo or later:
+            old = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+            try:
+                asyncio.run(
+                    _dispatch(
+                        engine, writer, p, todo, stats, progress,
+                        followups if todo else lambda: later,
+                    )
                 )
-            )
-        finally:
-            signal.signal(signal.SIGTERM, old)
-            writer.close()
+            finally:
+                signal.signal(signal.SIGTERM, old)
+                writer.close()
+        outcome = "done"
+    finally:
+        _ledger(cfg, p, engine_name, engine.model, requests, shard, writer, stats, started,
+                outcome)
     marker: dict[str, Any] = {
         "suite": suite_name,
         "engine": engine_name,
@@ -225,6 +233,52 @@ def _run_suite(
     if stats.bugs:
         raise stats.bugs[0]
     return stats
+
+
+def _ledger(
+    cfg: Config,
+    p: Plan,
+    engine_name: str,
+    model: str,
+    requests: Sequence[Request],
+    shard: tuple[int, int] | None,
+    writer: RawWriter,
+    stats: RunStats,
+    started: str,
+    outcome: str,
+) -> None:
+    """Append this run's ledger entry: what was planned, what was written, under which seal."""
+    from sealedeval.fsutil import sha256_file
+    from sealedeval.stages.pipeline import suite_config_sha256
+    from sealedeval.store import ledger
+
+    out_dir = raw_dir(cfg.root, p.suite.name, engine_name)
+    parts = []
+    for name, rows in list(writer.parts):
+        f = out_dir / name
+        if f.exists():
+            parts.append({"path": f.relative_to(cfg.root).as_posix(), "sha256": sha256_file(f),
+                          "rows": rows})
+    ledger.append(cfg.root, {
+        "kind": "run",
+        "suite": p.suite.name,
+        "engine": engine_name,
+        "model": model,
+        "rubric_sha256": p.seal.rubric_sha256,
+        "seal_commit": p.seal.seal_commit,
+        "sealed": p.seal.sealed,
+        "config_sha256": suite_config_sha256(cfg, p.suite.name),
+        "shard": list(shard or (0, 1)),
+        "planned": len(requests),
+        "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),
+        "parts": parts,
+        "ok": stats.ok,
+        "error": stats.error,
+        "skipped": stats.skipped,
+        "outcome": outcome,
+        "started_at": started,
+        "finished_at": now_iso(),
+    })
 
 
 def engine_rows(root: Path, suite: str, engine: str) -> list[RawRecord]:

@@ -56,3 +56,18 @@ def show(root: Path, rev: str, relpath: str) -> str | None:
         ["git", "show", f"{rev}:{relpath}"], cwd=root, capture_output=True, text=True
     )
     return proc.stdout if proc.returncode == 0 else None
+
+
+def file_history(root: Path, relpath: str) -> list[tuple[str, str]]:
+    """(commit, text) of every committed version of ``relpath``, oldest first (first parent
+    line of HEAD); empty outside a repository or when the file was never committed."""
+    if not is_repo(root):
+        return []
+    out = git(root, "log", "--first-parent", "--format=%H", "--reverse", "--", relpath,
+              check=False)
+    versions = []
+    for commit in out.split():
+        text = show(root, commit, relpath)
+        if text is not None:
+            versions.append((commit, text))
+    return versions

@@ -17,7 +17,14 @@ from ._bootstrap import bootstrap_by_group, stratified_bootstrap
 from ._contamination import mean_nll, min_k_prob, perplexity
 from ._multiple import benjamini_hochberg, holm
 from ._paired import paired_se, sign_test, sign_test_items, unpaired_se
-from ._passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+from ._passk import (
+    mean_pass_at_k,
+    mean_pass_hat_k,
+    mean_pass_k_curves,
+    pass_at_k,
+    pass_hat_k,
+    pass_k_curves,
+)
 from ._power import sample_size_items
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
@@ -37,11 +44,13 @@ __all__ = [
     "mean_nll",
     "mean_pass_at_k",
     "mean_pass_hat_k",
+    "mean_pass_k_curves",
     "mean_sd",
     "min_k_prob",
     "paired_se",
     "pass_at_k",
     "pass_hat_k",
+    "pass_k_curves",
     "perplexity",
     "sample_size_items",
     "sign_test",

@@ -84,6 +84,8 @@ class RawWriter:
         self._pending: list[Future[None]] = []
         self._lock = threading.Lock()
         self.rows_written = 0
+        self.parts: list[tuple[str, int]] = []
+        """(file name, rows) of every part this writer committed, in order (for the ledger)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -149,6 +151,7 @@ class RawWriter:
             raise
         with self._lock:
             self.rows_written += len(rows)
+            self.parts.append((name, len(rows)))
 
     def flush(self) -> None:
         """Write everything buffered and wait until it is on disk (or raise why not)."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval import stats
-from sealedeval.stats._passk import mean_pass_k_curves
+from sealedeval.stats import mean_pass_k_curves
 from sealedeval.stats.metrics import Metric, metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
