@@ -185,17 +185,22 @@ need not repeat them."""
 
 def _validate_suites(merged: dict[str, Any], where: str) -> None:
     """Each suite's section against the suite's own schema (defaults applied from it)."""
-    from sealedeval.plugins import suite_config_schema
+    from sealedeval.plugins import configure, suite_config_schema
 
     for name, section in merged.get("suites", {}).items():
-        schema = suite_config_schema(str(section.get("kind") or name))
-        if schema is None:
-            continue
-        own = set(schema.get("properties", {}))
-        common = {k: v for k, v in section.items() if k in COMMON_SUITE_KEYS and k not in own}
-        body = {k: v for k, v in section.items() if k not in common}
-        validate(body, schema, f"{where}: suites.{name}")
-        merged["suites"][name] = _apply_defaults(schema, body) | common
+        kind = section.get("kind")
+        try:
+            schema = suite_config_schema(str(kind), kind=True) if kind else suite_config_schema(name)
+        except UserError as e:
+            raise UserError(f"{where}: suites.{name}: {e}") from None
+        if schema is not None:
+            own = set(schema.get("properties", {}))
+            common = {k: v for k, v in section.items() if k in COMMON_SUITE_KEYS and k not in own}
+            body = {k: v for k, v in section.items() if k not in common}
+            validate(body, schema, f"{where}: suites.{name}")
+            section = merged["suites"][name] = _apply_defaults(schema, body) | common
+        if kind:
+            configure(name, section)
 
 
 def validate_workflow_config(config: dict[str, Any]) -> None:

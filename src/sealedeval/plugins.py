@@ -18,7 +18,7 @@ Registering a suite in another package (``pyproject.toml``)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sealedeval.registry import Registry
@@ -118,6 +118,26 @@ for _name, _target in (
     suites.add_lazy(_name, _target)
 
 
+SuiteFactory = Callable[[str, Mapping[str, Any]], Suite]
+suite_kinds: Registry[SuiteFactory] = Registry("suite kind", group="sealedeval.suite_kinds")
+"""Suite *kinds*: factories ``(name, section) -> Suite`` for suites defined by config
+(``suites.<name>.kind: tasks``); the configured name is bound in ``suites`` by ``configure``."""
+suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks:TasksSuite")
+
+
+def configure(name: str, section: Mapping[str, Any]) -> None:
+    """Bind the configured suite ``name`` of ``section["kind"]`` (called when a config loads)."""
+    from sealedeval.registry import EntryInfo
+
+    kind = str(section["kind"])
+    factory = suite_kinds.get(kind)
+    kind_info = suite_kinds.info(kind)
+    obj = factory(name, section)
+    info = EntryInfo(name, source=kind_info.source, version=kind_info.version,
+                     params={"kind": kind}, target=kind_info.target)
+    suites.replace(name, obj, info)
+
+
 def get_suite(name: str) -> Suite:
     """The suite by name: built in, or from an installed package's entry point."""
     return suites.get(name)
@@ -127,7 +147,7 @@ def all_suites() -> list[Suite]:
     return [suites.get(n) for n in suites.names()]
 
 
-def suite_config_schema(name: str) -> Mapping[str, Any] | None:
+def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] | None:
     """The JSON Schema of ``suites.<name>``: a ``config.schema.yaml`` beside the suite's module
     (found without importing the suite, so loading a config stays cheap), else the suite's
     ``config_schema()`` hook, else None (only the common keys are checked)."""
@@ -136,7 +156,8 @@ def suite_config_schema(name: str) -> Mapping[str, Any] | None:
 
     import yaml
 
-    target = suites.target(name)
+    reg: Registry[Any] = suite_kinds if kind else suites
+    target = reg.target(name)
     module = target.partition(":")[0]
     # find_spec("a.b") imports "a" (not "a.b"): look in the target's parent package first, so
     # a target like "pkg.suite:suite" never imports the suite's package just to find its schema
@@ -153,7 +174,7 @@ def suite_config_schema(name: str) -> Mapping[str, Any] | None:
             if f.is_file():
                 doc = yaml.safe_load(f.read_text(encoding="utf-8"))
                 return doc if isinstance(doc, dict) else None
-    fn = hook(suites.get(name), "config_schema")
+    fn = hook(reg.get(name), "config_schema")
     return fn() if fn is not None else None
 
 

@@ -110,6 +110,13 @@ class Registry(Generic[T]):
 
         return deco
 
+    def replace(self, name: str, obj: T, info: EntryInfo) -> None:
+        """Bind ``name`` to ``obj`` whatever was there (a suite configured from a kind: the
+        config names it, and loading another config in the same process rebinds it)."""
+        with self._lock:
+            self._entries[name] = obj
+            self._info[name] = info
+
     def add_lazy(self, name: str, target: str, *, source: str = BUILTIN, version: str = "") -> None:
         """Name ``target`` ("module:attr" or a module that registers ``name`` on import)."""
         with self._lock:
