@@ -1,8 +1,13 @@
-"""The kantesti engine against a loopback fake of its API: PDF content, phases, secrets."""
+"""The kantesti engine against a loopback fake of its API: PDF content, phases, secrets.
+
+The PDF is the bloodpanel suite's (``suites.bloodpanel.pdf``), attached by its ``requests`` to
+engines with ``input_pdf``; the engine only posts the attachment it is given.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import os
@@ -20,11 +25,12 @@ from pypdf import PdfReader
 from tests.bloodpanel.kantesti_fake import ENDPOINT, FakeKantesti
 from tests.conftest import make_project
 
-from sealedeval.config import EngineConfig
-from sealedeval.engines.base import EngineError, Request
-from sealedeval.engines.kantesti import KantestiEngine, render_pdf
+from sealedeval.config import EngineConfig, load_config
+from sealedeval.engines.base import Attachment, EngineError, Request
+from sealedeval.engines.kantesti import KantestiEngine
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
+from sealedeval.suites.bloodpanel.pdf import attachment, render_pdf
 from sealedeval.suites.bloodpanel.prompts import leak_check, parse_report
 from sealedeval.suites.bloodpanel.rubric import grade_case
 from sealedeval.suites.bloodpanel.synthetic import synthetic_cases
@@ -84,14 +90,23 @@ def test_pdf_bytes_are_deterministic(curated: list[Case]) -> None:
 def _engine(base_url: str, **extra: Any) -> KantestiEngine:
     x = {"primary_timeout_s": 0.5, "fallback_timeout_s": 5.0, "phase_backoff_s": 0.01} | extra
     return KantestiEngine(
-        EngineConfig(name="kt", kind="kantesti", base_url=base_url, model="kantesti-v11",
-                     max_retries=0, extra=x)
+        EngineConfig(
+            name="kt",
+            kind="kantesti",
+            base_url=base_url,
+            model="kantesti-v11",
+            max_retries=0,
+            extra=x,
+        )
     )
 
 
-def _request(case: Case) -> Request:
-    return Request("k" * 32, "bloodpanel", case.case_uid, "report", 0, 1, (), {},
-                   item=case.to_record())
+def _request(case: Case, attachments: tuple[Attachment, ...] | None = None) -> Request:
+    rec = case.to_record()
+    files = (attachment(rec),) if attachments is None else attachments
+    return Request(
+        "k" * 32, "bloodpanel", case.case_uid, "report", 0, 1, (), {}, item=rec, attachments=files
+    )
 
 
 def _complete(engine: KantestiEngine, req: Request) -> Any:
@@ -135,7 +150,11 @@ def test_primary_path_posts_multipart_with_credentials_from_env(
     ],
 )
 def test_primary_tries_then_one_fallback(
-    curated: list[Case], creds: None, faults: list[str], path: str, calls: int,
+    curated: list[Case],
+    creds: None,
+    faults: list[str],
+    path: str,
+    calls: int,
     outcomes: list[str],
 ) -> None:
     with FakeKantesti(faults, slow_s=1.5) as fake:
@@ -146,9 +165,7 @@ def test_primary_tries_then_one_fallback(
     assert [p["phase"] for p in comp.response["phases"]][-1] == path
 
 
-def test_both_phases_failing_raises_the_classified_error(
-    curated: list[Case], creds: None
-) -> None:
+def test_both_phases_failing_raises_the_classified_error(curated: list[Case], creds: None) -> None:
     with FakeKantesti(["503", "503", "503"]) as fake, pytest.raises(EngineError) as e:
         _complete(_engine(fake.base_url), _request(curated[2]))
     assert e.value.kind == "server" and e.value.retryable
@@ -161,6 +178,57 @@ def test_bad_credentials_are_refused_without_a_fallback(curated: list[Case], cre
         _complete(_engine(fake.base_url), _request(curated[2]))
     assert e.value.kind == "refused" and not e.value.retryable
     assert len(fake.seen) == 1
+
+
+@pytest.mark.parametrize(
+    "files",
+    [(), (Attachment("x.txt", "text/plain", b"not a pdf"),)],
+    ids=["none", "not-a-pdf"],
+)
+def test_a_request_without_a_pdf_is_refused_before_any_call(
+    curated: list[Case], creds: None, files: tuple[Attachment, ...]
+) -> None:
+    with FakeKantesti() as fake, pytest.raises(EngineError) as e:
+        _complete(_engine(fake.base_url), _request(curated[0], files))
+    assert e.value.kind == "refused" and not e.value.retryable
+    assert "attachment" in str(e.value)
+    assert fake.seen == []
+
+
+def test_the_suite_attaches_the_pdf_only_for_engines_that_take_one() -> None:
+    """Requests are planned from capabilities: the kantesti kind (input_pdf) gets the PDF, the
+    others get nothing rendered; request keys do not depend on the attachment."""
+    from sealedeval.suites.bloodpanel.suite import BloodpanelSuite
+
+    engines = {
+        "kt": {"kind": "kantesti", "base_url": "http://127.0.0.1:9", "model": "kantesti-v11"},
+        "ref": {"kind": "reference", "model": "reference"},
+    }
+    cfg = load_config(
+        ROOT,
+        [],
+        overrides={
+            "engines": engines,
+            "suites": {"bloodpanel": {"engines": ["kt", "ref"], "synthetic_n": 3, "repeats": 2}},
+        },
+    )
+    suite = BloodpanelSuite()
+    items = suite.generate(cfg, 7)
+    kt = suite.requests(cfg, items, cfg.engine("kt"), "kantesti-v11", 7)
+    ref = suite.requests(cfg, items, cfg.engine("ref"), "reference", 7)
+    assert len(kt) == len(ref) == 2 * 18
+    assert all(r.attachments == () for r in ref)
+    for r in kt:
+        [pdf] = r.attachments
+        assert pdf.media_type == "application/pdf" and pdf.filename == f"{r.item_id}.pdf"
+        assert pdf.data == render_pdf(r.item)
+        assert "response_format" not in r.params  # no chat parameters for a PDF upload
+    # Repeats of a case share one rendering.
+    assert kt[0].attachments[0] is kt[1].attachments[0]
+    # The key is computed without the attachment: the same request without it has the same key
+    # and compares equal.
+    bare = [dataclasses.replace(r, attachments=()) for r in kt]
+    assert bare == kt and [r.request_key for r in bare] == [r.request_key for r in kt]
 
 
 def test_missing_credentials_are_a_user_error(
@@ -182,8 +250,7 @@ def test_echoed_credentials_are_scrubbed(curated: list[Case], creds: None) -> No
 def test_run_through_the_cli_records_paths_and_no_secrets(tmp_path: Path) -> None:
     """Three curated cases, one request at a time: primary, fallback (two timeouts), primary."""
     root = make_project(tmp_path / "proj")
-    with FakeKantesti(["echo", "slow", "slow", "ok", "ok"], slow_s=1.5,
-                      password=PASSWORD) as fake:
+    with FakeKantesti(["echo", "slow", "slow", "ok", "ok"], slow_s=1.5, password=PASSWORD) as fake:
         cfg = {
             "engines": {
                 "kt": {
@@ -201,8 +268,13 @@ def test_run_through_the_cli_records_paths_and_no_secrets(tmp_path: Path) -> Non
             },
             "suites": {
                 "golden": {"enabled": False},
-                "bloodpanel": {"engines": ["kt"], "cohorts": {"kt": "curated"}, "limit": 3,
-                               "synthetic_n": 0, "n_boot": 50},
+                "bloodpanel": {
+                    "engines": ["kt"],
+                    "cohorts": {"kt": "curated"},
+                    "limit": 3,
+                    "synthetic_n": 0,
+                    "n_boot": 50,
+                },
             },
         }
         (root / "config/kt.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
@@ -210,7 +282,11 @@ def test_run_through_the_cli_records_paths_and_no_secrets(tmp_path: Path) -> Non
         for args in (["run", "bloodpanel", "--no-progress"], ["publish"]):
             proc = subprocess.run(
                 [sys.executable, "-m", "sealedeval.cli", *args, "-c", "config/kt.yaml"],
-                cwd=root, env=env, capture_output=True, text=True, timeout=120,
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
             )
             assert proc.returncode == 0, proc.stderr
     assert len(fake.seen) == 5

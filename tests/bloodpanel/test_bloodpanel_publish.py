@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import make_project
 
 from sealedeval.cli import main
-from sealedeval.publish.scorecard import COLUMNS
+from sealedeval.suites.bloodpanel.present.scorecard import COLUMNS
 
 TINY = "config/tiny.yaml"
 
@@ -38,7 +38,8 @@ def test_tiny_publish_writes_deterministic_scorecards_and_report(tmp_path: Path)
     assert all(r["composite"] == "1.0000" and r["status"] == "ok" for r in rows)
     assert all(r["sections_hit"] == "7/7" and r["subsections_hit"] == "16/16" for r in rows)
     assert {r["engine_path"] for r in rows} == {"primary"} and {r["profile"] for r in rows} == {
-        "sealed"}
+        "sealed"
+    }
     result = json.loads(first[1])
     a = result["suites"]["bloodpanel"]["analysis"]
     sample = a["engines"]["reference"]["review_sample"]

@@ -14,10 +14,11 @@ import pytest
 from sealedeval.canonical import dumps
 from sealedeval.config import Config, load_config
 from sealedeval.errors import UserError
-from sealedeval.publish import bloodpanel_md
+from sealedeval.keys import derive_seed
+from sealedeval.plugins import get_suite
 from sealedeval.seal.lock import expand_inputs
-from sealedeval.suites.base import derive_seed, get_suite
 from sealedeval.suites.bloodpanel import plan, prompts
+from sealedeval.suites.bloodpanel.present import report as bloodpanel_md
 from sealedeval.suites.bloodpanel.suite import BloodpanelSuite
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
@@ -27,8 +28,12 @@ SEED = 987654321
 
 
 def cfg(**bp: Any) -> Config:
-    block = {"engines": ["local", "reference"], "cohorts": {"local": "curated"},
-             "synthetic_n": 40, "n_boot": 200} | bp
+    block = {
+        "engines": ["local", "reference"],
+        "cohorts": {"local": "curated"},
+        "synthetic_n": 40,
+        "n_boot": 200,
+    } | bp
     return load_config(ROOT, [], overrides={"suites": {"bloodpanel": block}})
 
 
@@ -40,11 +45,28 @@ def suite() -> BloodpanelSuite:
 def test_registered_and_sealed_inputs() -> None:
     s = get_suite("bloodpanel")
     names = expand_inputs(ROOT, s.rubric_inputs())
-    for mod in ("rubric", "matching", "vocabulary", "layout", "analytes", "cases", "synthetic",
-                "prompts", "calculators", "plan", "sql", "suite"):
+    for mod in (
+        "rubric",
+        "matching",
+        "vocabulary",
+        "layout",
+        "analytes",
+        "cases",
+        "synthetic",
+        "prompts",
+        "calculators",
+        "plan",
+        "sql",
+        "suite",
+        "pdf",
+    ):
         assert f"pkg:sealedeval/suites/bloodpanel/{mod}.py" in names
     assert "data/bloodpanel/curated.yaml" in names and "data/bloodpanel/SEALED_RULE.md" in names
-    assert not any(n.endswith(("compare.py", "reference.py")) for n in names)
+    # The reference interpreter is sealed, one module per organ system.
+    for mod in ("__init__", "panel", "report", "haematology", "liver", "kidney", "lipids"):
+        assert f"pkg:sealedeval/suites/bloodpanel/reference/{mod}.py" in names
+    # Presentation and the sealed-vs-V11 explainer are not.
+    assert not any("/present/" in n or n.endswith("compare.py") for n in names)
 
 
 def test_generate_curated_plus_synthetic_stable_and_seeded(suite: BloodpanelSuite) -> None:
@@ -97,7 +119,8 @@ def test_requests_follow_cohorts_repeats_and_engine_kind(suite: BloodpanelSuite)
     assert bounded["required"] == full["required"]
     for code in full["required"]:
         assert bounded["properties"][code].get("required") == full["properties"][code].get(
-            "required")
+            "required"
+        )
     assert bounded["properties"]["differential"]["maxItems"] == prompts.BOUNDS["max_conditions"]
     sub = bounded["properties"]["introduction"]["properties"]["introduction_summary"]
     assert sub["items"]["maxLength"] == prompts.BOUNDS["max_chars"]
@@ -112,13 +135,26 @@ def test_requests_follow_cohorts_repeats_and_engine_kind(suite: BloodpanelSuite)
     assert first.item["case_uid"] == first.item_id
 
 
-def _row(req: Any, status: str = "ok", text: str = "", latency: float = 1.0,
-         path: str = "primary", kind: str = "") -> dict[str, Any]:
+def _row(
+    req: Any,
+    status: str = "ok",
+    text: str = "",
+    latency: float = 1.0,
+    path: str = "primary",
+    kind: str = "",
+) -> dict[str, Any]:
     return {
-        "request_key": req.request_key, "engine": "local", "model": "m",
-        "item_id": req.item_id, "condition": req.condition, "repeat": req.repeat,
-        "status": status, "output_text": text, "latency_s": latency,
-        "engine_path": path if status == "ok" else "", "error_kind": kind,
+        "request_key": req.request_key,
+        "engine": "local",
+        "model": "m",
+        "item_id": req.item_id,
+        "condition": req.condition,
+        "repeat": req.repeat,
+        "status": status,
+        "output_text": text,
+        "latency_s": latency,
+        "engine_path": path if status == "ok" else "",
+        "error_kind": kind,
         "finished_at": f"t{req.request_key}",
     }
 
@@ -149,7 +185,9 @@ def test_grade_rows_two_profiles_errors_unparsed_and_latency(suite: BloodpanelSu
     free = g["BT-015-HEALTHY", "sealed"]
     assert not free["parsed"] and free["structural"] == 0.0
     assert free["keywords_hit"] >= 1 and set(free["trap_flags_hit"].split(";")) == {
-        "anemia", "diabetes"}
+        "anemia",
+        "diabetes",
+    }
     assert free["category"] == "unparsed" and not free["passed"]
 
 
@@ -179,7 +217,8 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     assert h["complete"] is False and h["errors_by_kind"] == {"server": 2}
     # BT-003 repeat 1 is free text: structure 0; its keywords still count.
     t2dm = [
-        g for g in suite.grade(c, items, rows)
+        g
+        for g in suite.grade(c, items, rows)
         if (g["engine"], g["profile"], g["case_id"]) == ("local", "sealed", "BT-003-T2DM")
     ]
     case3 = sum(g["composite"] for g in t2dm) / 2
@@ -190,8 +229,16 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     assert h["parsed"]["k"] == 27 and h["parsed"]["n"] == 28
     spec = loc["by_specialty"]
     assert spec["endocrinology"]["n_error"] == 2 and spec["endocrinology"]["n_cases"] == 3
-    assert set(spec) == {"haematology", "endocrinology", "metabolic", "hepatology",
-                         "nephrology", "cardiology", "rheumatology", "internal_medicine"}
+    assert set(spec) == {
+        "haematology",
+        "endocrinology",
+        "metabolic",
+        "hepatology",
+        "nephrology",
+        "cardiology",
+        "rheumatology",
+        "internal_medicine",
+    }
     assert loc["by_label"]["ZZ"]["n_total"] == 30
     rep = a["engines"]["local"]["repeats"]
     assert rep["n_runs"] == 2 and rep["n_cases_with_spread"] == 14
@@ -215,8 +262,10 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     # Group tables carry every component with its interval (spec: "each component ... with
     # intervals"), from result.json's own figures.
     endo = spec["endocrinology"]
-    assert all(endo[f"{n}_ci"]["lo"] <= endo[f"{n}_ci"]["mean"] <= endo[f"{n}_ci"]["hi"]
-               for n in plan.COMPONENTS)
+    assert all(
+        endo[f"{n}_ci"]["lo"] <= endo[f"{n}_ci"]["mean"] <= endo[f"{n}_ci"]["hi"]
+        for n in plan.COMPONENTS
+    )
     assert "structural [95% CI] | clinical [95% CI] | latency points [95% CI] |" in md
     cells = " | ".join(bloodpanel_md._ci(endo[f"{n}_ci"]) for n in plan.COMPONENTS)
     [row] = [ln for ln in md.splitlines() if ln.startswith("| endocrinology | 3 | 4/6 (2 err) |")]
@@ -235,8 +284,9 @@ def test_review_sample_returns_exactly_n_with_eight_strata() -> None:
     assert got["allocation"] == dict(
         zip(sorted(sizes), largest_remainder([sizes[s] for s in sorted(sizes)], 201), strict=True)
     )
-    assert Counter(pop[c] for c in got["case_ids"]) == {k: v for k, v in
-                                                         got["allocation"].items() if v}
+    assert Counter(pop[c] for c in got["case_ids"]) == {
+        k: v for k, v in got["allocation"].items() if v
+    }
     assert plan.review_sample(pop) == got
     assert plan.review_sample(pop, seed=1)["case_ids"] != got["case_ids"]
     small = {f"x{i}": "a" if i % 3 else "b" for i in range(50)}
@@ -244,13 +294,26 @@ def test_review_sample_returns_exactly_n_with_eight_strata() -> None:
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sealedeval.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
-    proc = _cli("regrade", "bloodpanel", "--profile", "kantesti-v11", "--format", "kantesti",
-                str(FIXTURE), "--json")
+    proc = _cli(
+        "regrade",
+        "bloodpanel",
+        "--profile",
+        "kantesti-v11",
+        "--format",
+        "kantesti",
+        str(FIXTURE),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert round(doc["aggregate"]["composite"], 4) == 0.9522
@@ -260,16 +323,25 @@ def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
     cases = {c["case_id"]: c for c in doc["cases"]}
     assert cases["BT-015-HEALTHY"]["composite"] == 0.739
     assert cases["BT-002-HASH"]["engine_path"] == "fallback"
-    sealed = _cli("regrade", "bloodpanel", "--profile", "sealed", "--format", "kantesti",
-                  str(FIXTURE), "--json")
+    sealed = _cli(
+        "regrade",
+        "bloodpanel",
+        "--profile",
+        "sealed",
+        "--format",
+        "kantesti",
+        str(FIXTURE),
+        "--json",
+    )
     assert sealed.returncode == 0
     assert round(json.loads(sealed.stdout)["aggregate"]["composite"], 4) == 0.9879
-    text = _cli("regrade", "bloodpanel", "--profile", "kantesti-v11", "--format", "kantesti",
-                str(FIXTURE))
+    text = _cli(
+        "regrade", "bloodpanel", "--profile", "kantesti-v11", "--format", "kantesti", str(FIXTURE)
+    )
     assert text.returncode == 0 and "composite 0.9522" in text.stdout
 
 
-@pytest.mark.parametrize("content", ["not json", '{"cases": 3}', '[1, 2]', None])
+@pytest.mark.parametrize("content", ["not json", '{"cases": 3}', "[1, 2]", None])
 def test_regrade_cli_bad_file_is_one_line_exit_2(tmp_path: Path, content: str | None) -> None:
     f = tmp_path / "run.json"
     if content is not None:
@@ -283,8 +355,10 @@ def test_regrade_cli_bad_file_is_one_line_exit_2(tmp_path: Path, content: str | 
 def test_an_engine_with_only_errors_is_reported_not_dropped(suite: BloodpanelSuite) -> None:
     c = cfg(synthetic_n=0, engines=["local"])
     items = suite.generate(c, SEED)
-    rows = [_row(q, status="error", kind="timeout")
-            for q in suite.requests(c, items, c.engine("local"), "m", SEED)]
+    rows = [
+        _row(q, status="error", kind="timeout")
+        for q in suite.requests(c, items, c.engine("local"), "m", SEED)
+    ]
     a = json.loads(dumps(_analysis(suite, c, rows)))
     h = a["engines"]["local"]["profiles"]["sealed"]["headline"]
     assert (h["n_total"], h["n_ok"], h["n_error"]) == (15, 0, 15)
@@ -300,3 +374,115 @@ def test_raw_newlines_inside_strings_still_parse() -> None:
     assert prompts.parse_report('{"introduction": {"introduction_summary": ["a\nb"]}}') == {
         "introduction": {"introduction_summary": ["a\nb"]}
     }
+
+
+def test_request_keys_are_those_planned_before_capabilities() -> None:
+    """Planning from capabilities instead of kind names changed no request key, for any kind
+    (the PDF engine's attachment is not in its key): sha256 of each engine's keys as the
+    pre-redesign suite planned them (``fixtures/pre_redesign.json``)."""
+    import hashlib
+
+    expected = json.loads(
+        (Path(__file__).resolve().parent / "fixtures/pre_redesign.json").read_text("utf-8")
+    )["request_keys_sha256"]
+    engines = {
+        "loc": {"kind": "local", "model": "m.gguf"},
+        "ref": {"kind": "reference", "model": "reference"},
+        "oa": {"kind": "openai_chat", "base_url": "http://127.0.0.1:9/v1", "model": "gpt-x"},
+        "kt": {"kind": "kantesti", "base_url": "http://127.0.0.1:9", "model": "kantesti-v11"},
+    }
+    bp = {
+        "engines": list(engines),
+        "synthetic_n": 20,
+        "repeats": 2,
+        "temperature": 0.0,
+        "max_tokens": 1024,
+    }
+    c = load_config(ROOT, [], overrides={"engines": engines, "suites": {"bloodpanel": bp}})
+    s = BloodpanelSuite()
+    items = s.generate(c, SEED)
+    got = {}
+    for name, e in engines.items():
+        reqs = s.requests(c, items, c.engine(name), e["model"], SEED)
+        got[name] = hashlib.sha256("\n".join(r.request_key for r in reqs).encode()).hexdigest()
+        assert all(bool(r.attachments) == (name == "kt") for r in reqs)
+    assert got == expected
+
+
+def test_analysis_source_is_the_same_from_items_read_back(suite: BloodpanelSuite) -> None:
+    """The stages hand analyze items read back from the items file (canonical JSON), often in a
+    process that never generated them: the source description must not change."""
+    c = cfg(limit=4)
+    items = suite.generate(c, SEED)
+    again = json.loads(dumps(items))
+    fresh = BloodpanelSuite()
+    assert (
+        fresh._source_for(c, again)
+        == suite.source()
+        == {
+            "kind": "builtin",
+            "curated": 4,
+            "synthetic_n": 40,
+            "synthetic_seed": derive_seed(SEED, "synthetic") % 2**63,
+        }
+    )
+    assert BloodpanelSuite()._source_for(cfg(curated=False), again)["kind"] == "builtin"
+
+
+def test_analysis_lists_typed_metrics(suite: BloodpanelSuite) -> None:
+    from sealedeval.stats.metrics import sort_metrics, validate_metrics
+
+    c = cfg(synthetic_n=0, repeats=1)
+    items = suite.generate(c, SEED)
+    rows = []
+    for eng in ("local", "reference"):
+        for q in suite.requests(c, items, c.engine(eng), "m", SEED):
+            r = _row(q, text=suite.reference_answer(q)) | {"engine": eng}
+            if eng == "local" and q.item["case_id"] in ("BT-002-HASH", "BT-014-GILBERT"):
+                r |= {"status": "error", "error_kind": "timeout", "output_text": ""}
+            if eng == "local" and q.item["case_id"] == "BT-015-HEALTHY":
+                r["output_text"] = "The patient has anemia."
+            rows.append(r)
+    a = _analysis(suite, c, rows)
+    ms = validate_metrics(a["metrics"], "bloodpanel")
+    assert ms == sort_metrics(ms)
+    by = {(m["metric"], tuple(sorted(m["groups"].items()))): m for m in ms}
+
+    def get(name: str, **groups: str) -> Any:
+        return by[name, tuple(sorted(groups.items()))]
+
+    for eng in ("local", "reference"):
+        for prof in ("sealed", "kantesti-v11"):
+            h = a["engines"][eng]["profiles"][prof]["headline"]
+            comp = get("composite", engine=eng, profile=prof)
+            assert (comp["estimate"], comp["lo"], comp["hi"]) == (
+                h["composite"]["mean"],
+                h["composite"]["lo"],
+                h["composite"]["hi"],
+            )
+            assert comp["method"] == plan.HEADLINE_METHOD and comp["unit"] == "case"
+            assert (comp["n_total"], comp["n_ok"], comp["n_error"]) == (
+                h["n_total"],
+                h["n_ok"],
+                h["n_error"],
+            )
+            for name in ("structural", "clinical", "latency", "composite_errors_as_zero"):
+                assert get(name, engine=eng, profile=prof)["estimate"] == h[name]["mean"]
+            trap = get("trap_flag_rate", engine=eng, profile=prof)
+            od = h["traps"]["overdiagnosis"]
+            assert trap["method"] == "wilson" and trap["n_ok"] == od["n"]
+            assert (trap["lo"], trap["hi"]) == (od["lo"], od["hi"])
+    # local: 2 errors, one of them on a trap case; the other trap case fires a flag.
+    trap = get("trap_flag_rate", engine="local", profile="sealed")
+    assert (trap["estimate"], trap["n_ok"], trap["n_error"], trap["n_total"]) == (1.0, 1, 1, 2)
+    comp = get("composite", engine="local", profile="sealed")
+    assert (comp["n_total"], comp["n_ok"], comp["n_error"]) == (15, 13, 2)
+    # Per specialty for the headline profile only.
+    endo = get(
+        "composite_by_specialty", engine="local", profile="sealed", specialty="endocrinology"
+    )
+    assert (endo["n_total"], endo["n_error"]) == (3, 1)
+    assert not any(
+        m["metric"] == "composite_by_specialty" and m["groups"]["profile"] == "kantesti-v11"
+        for m in ms
+    )

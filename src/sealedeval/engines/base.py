@@ -22,8 +22,26 @@ FINAL = frozenset({"malformed", "truncated", "refused"})
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file sent with a request (e.g. a rendered PDF for an engine with ``input_pdf``).
+
+    The suite derives it deterministically from the request's item, which the key already names,
+    so it is not part of the request key: keys, equality and raw rows are unaffected by it.
+    """
+
+    filename: str
+    media_type: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class Request:
-    """One call. ``item`` carries grader-side data for the reference engine; never sent."""
+    """One call. ``item`` carries grader-side data for the reference engine; never sent.
+
+    ``attachments`` are files for engines that take them (``Capabilities.input_pdf``), built by
+    the suite from the item; like ``item`` they are excluded from equality and repr (the key is
+    computed from messages and params, never from them).
+    """
 
     request_key: str
     suite: str
@@ -36,6 +54,7 @@ class Request:
     item: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tools: tuple[dict[str, Any], ...] = ()
     solver: str = "single"
+    attachments: tuple[Attachment, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def messages_json(self) -> str:

@@ -1,4 +1,4 @@
-"""The ``kantesti`` engine: a blood panel rendered as a PDF lab report, posted as multipart.
+"""The ``kantesti`` engine: a PDF lab report (the request's attachment), posted as multipart.
 
 Protocol (as the published V11 harness used it): ``POST {base_url}{endpoint}`` with
 ``multipart/form-data`` fields ``file`` (the PDF, ``application/pdf``), ``username``,
@@ -21,10 +21,11 @@ is raised, classified like every engine's (rate_limit, server, timeout, connecti
 The engine retries internally, so configure it with ``max_retries: 0`` unless the dispatcher
 should repeat the whole two-phase call.
 
-What is sent: the PDF holds the opaque request id (the case's hashed ``case_uid``), age, sex and
-the results table — never the case id, title, label, specialty, archetype or the word "trap"
-(the published harness printed ``Case ID: BT-011-SLE`` and ``Panel type: Trap``). The PDF is
-rendered with reportlab's invariant mode, so the same case gives the same bytes.
+What is sent: the request's first attachment (``Request.attachments[0]``, a PDF), which the suite
+renders for engines whose capabilities say ``input_pdf`` (bloodpanel: ``suites.bloodpanel.pdf``,
+which also says what the PDF holds); the engine renders nothing itself and knows no suite. A
+request without one is ``refused`` (final: the same request would be refused again). The
+messages and params are not sent.
 
 Secrets: username and password are read from the environment variables named by
 ``username_env`` / ``password_env`` (default ``KANTESTI_USERNAME`` / ``KANTESTI_PASSWORD``) when
@@ -35,16 +36,21 @@ a response or error message is replaced by ``***`` before it can reach a raw row
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
-from sealedeval.engines.openai_chat import _retry_after
+from sealedeval.engines.base import (
+    Attachment,
+    Capabilities,
+    Completion,
+    EngineError,
+    Request,
+    engine_kind,
+)
+from sealedeval.engines.http import TEXT_KEPT, status_error, transport_error
 from sealedeval.errors import UserError
 
 if TYPE_CHECKING:
@@ -52,90 +58,7 @@ if TYPE_CHECKING:
 
 DEFAULT_ENDPOINT: Final = "/api/v11/01-06-2025/analyze"
 TRANSIENT: Final = frozenset({"timeout", "connection", "rate_limit", "server"})
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def render_pdf(item: Mapping[str, Any]) -> bytes:
-    """A laboratory-report PDF of a bloodpanel item (``Case.to_record`` fields).
-
-    Reads only ``case_uid``, ``age``, ``sex`` and ``panel_json`` — nothing of the answer key.
-    Deterministic (reportlab invariant mode: no timestamps, fixed document id).
-    """
-    from reportlab.lib import colors
-    from reportlab.lib.pagesizes import A4
-    from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
-    from reportlab.lib.units import cm
-    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
-
-    uid = str(item["case_uid"])
-    panel = json.loads(str(item["panel_json"]))
-    buf = io.BytesIO()
-    doc = SimpleDocTemplate(
-        buf,
-        pagesize=A4,
-        leftMargin=1.8 * cm,
-        rightMargin=1.8 * cm,
-        topMargin=1.5 * cm,
-        bottomMargin=1.5 * cm,
-        title=f"Laboratory report {uid}",
-        author="sealedeval",
-        subject="",
-        creator="sealedeval",
-        invariant=1,
-    )
-    base = getSampleStyleSheet()
-    h1 = ParagraphStyle("H1", parent=base["Heading1"], fontSize=14, spaceAfter=6)
-    meta = ParagraphStyle("Meta", parent=base["Normal"], fontSize=9)
-    story: list[Any] = [
-        Paragraph("CLINICAL LABORATORY REPORT", h1),
-        Paragraph("Laboratory results for interpretation", meta),
-        Spacer(1, 6),
-    ]
-    info = Table(
-        [
-            ["Request:", uid, "Sample type:", "Serum / Plasma"],
-            ["Age:", f"{item['age']} years", "Status:", "Final"],
-            ["Sex:", str(item["sex"]).capitalize(), "", ""],
-        ],
-        colWidths=[2.4 * cm, 5.5 * cm, 2.6 * cm, 5.5 * cm],
-    )
-    info.setStyle(
-        TableStyle(
-            [
-                ("FONTNAME", (0, 0), (-1, -1), "Helvetica"),
-                ("FONTSIZE", (0, 0), (-1, -1), 9),
-                ("FONTNAME", (0, 0), (0, -1), "Helvetica-Bold"),
-                ("FONTNAME", (2, 0), (2, -1), "Helvetica-Bold"),
-                ("BOX", (0, 0), (-1, -1), 0.4, colors.grey),
-            ]
-        )
-    )
-    story += [info, Spacer(1, 12), Paragraph("TEST RESULTS", h1)]
-    rows = [["Test Parameter", "Result", "Unit", "Reference Range"]]
-    rows += [
-        [str(r["analyte"]), _fmt(r["value"]), str(r["unit"]), str(r["ref"])] for r in panel
-    ]
-    results = Table(rows, colWidths=[7.5 * cm, 2.8 * cm, 2.4 * cm, 3.5 * cm], repeatRows=1)
-    results.setStyle(
-        TableStyle(
-            [
-                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
-                ("FONTNAME", (0, 1), (-1, -1), "Helvetica"),
-                ("FONTSIZE", (0, 0), (-1, -1), 9),
-                ("BOX", (0, 0), (-1, -1), 0.4, colors.grey),
-                ("LINEBELOW", (0, 0), (-1, 0), 0.4, colors.grey),
-                ("ALIGN", (1, 0), (1, -1), "RIGHT"),
-            ]
-        )
-    )
-    story.append(results)
-    doc.build(story)
-    return buf.getvalue()
+PDF: Final = "application/pdf"
 
 
 class _Secrets:
@@ -161,7 +84,7 @@ class _Secrets:
         return obj
 
 
-@engine_kind("kantesti")
+@engine_kind("kantesti", Capabilities(chat=False, input_pdf=True))
 class KantestiEngine:
     """PDF upload to the Kantesti blood-test analysis API, primary path then one fallback."""
 
@@ -223,36 +146,24 @@ class KantestiEngine:
             await self._client.aclose()
             self._client = None
 
-    async def _post(self, pdf: bytes, name: str, timeout_s: float) -> dict[str, Any]:
+    async def _post(self, pdf: Attachment, timeout_s: float) -> dict[str, Any]:
         """One upload; returns the success body or raises a classified EngineError."""
         assert self._client is not None and self._secrets is not None
         import httpx
 
         s = self._secrets
         data = {"username": s.username, "password": s.password, "language": self.language}
-        files = {"file": (name, pdf, "application/pdf")}
+        files = {"file": (pdf.filename, pdf.data, pdf.media_type)}
         timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
         try:
             resp = await self._client.post(self.endpoint, data=data, files=files, timeout=timeout)
-        except httpx.TimeoutException as e:
-            raise EngineError("timeout", f"{type(e).__name__} after {timeout_s:g}s") from None
         except httpx.TransportError as e:
-            raise EngineError("connection", s.scrub_text(f"{type(e).__name__}: {e}")) from None
-        text = s.scrub_text(resp.text[:2000])
+            err = transport_error(e, timeout_s)
+            raise EngineError(err.kind, s.scrub_text(str(err))) from None
+        text = s.scrub_text(resp.text[:TEXT_KEPT])
         info = {"status": resp.status_code, "text": text}
-        if resp.status_code == 429:
-            raise EngineError(
-                "rate_limit", "HTTP 429", retry_after=_retry_after(resp.headers), response=info
-            )
-        if resp.status_code >= 500:
-            raise EngineError(
-                "server",
-                f"HTTP {resp.status_code}",
-                retry_after=_retry_after(resp.headers),
-                response=info,
-            )
         if resp.status_code >= 400:
-            raise EngineError("refused", f"HTTP {resp.status_code}: {text[:200]}", response=info)
+            raise status_error(resp.status_code, resp.headers, text)
         try:
             body = json.loads(resp.content)
         except ValueError:
@@ -266,18 +177,22 @@ class KantestiEngine:
         if isinstance(data_block, dict):
             sections = data_block.get("interpretation") or data_block.get("sections")
         if not isinstance(sections, list) or not sections:
-            raise EngineError("malformed", "API response has no interpretation sections",
-                              response=info)
+            raise EngineError(
+                "malformed", "API response has no interpretation sections", response=info
+            )
         scrubbed: dict[str, Any] = s.scrub(body)
         return scrubbed
 
     async def complete(self, request: Request) -> Completion:
         if self._client is None:
             await self.start()
-        if not request.item or "panel_json" not in request.item:
-            raise EngineError("refused", "kantesti engine needs the case (Request.item)")
-        pdf = await asyncio.to_thread(render_pdf, request.item)
-        name = f"{request.item['case_uid']}.pdf"
+        if not request.attachments or request.attachments[0].media_type != PDF:
+            raise EngineError(
+                "refused",
+                "kantesti engine needs a PDF as the request's first attachment "
+                "(Request.attachments); suites attach one for engines with input_pdf",
+            )
+        pdf = request.attachments[0]
         phases: list[dict[str, Any]] = []
         last: EngineError | None = None
 
@@ -285,14 +200,26 @@ class KantestiEngine:
             nonlocal last
             t0 = time.perf_counter()
             try:
-                body = await self._post(pdf, name, timeout_s)
+                body = await self._post(pdf, timeout_s)
             except EngineError as e:
-                phases.append({"phase": phase, "try": n, "outcome": e.kind,
-                               "elapsed_s": round(time.perf_counter() - t0, 3)})
+                phases.append(
+                    {
+                        "phase": phase,
+                        "try": n,
+                        "outcome": e.kind,
+                        "elapsed_s": round(time.perf_counter() - t0, 3),
+                    }
+                )
                 last = e
                 return None
-            phases.append({"phase": phase, "try": n, "outcome": "ok",
-                           "elapsed_s": round(time.perf_counter() - t0, 3)})
+            phases.append(
+                {
+                    "phase": phase,
+                    "try": n,
+                    "outcome": "ok",
+                    "elapsed_s": round(time.perf_counter() - t0, 3),
+                }
+            )
             return body
 
         body: dict[str, Any] | None = None
@@ -302,8 +229,9 @@ class KantestiEngine:
             if body is not None or last is None:
                 break
             if last.kind == "refused":
-                raise EngineError("refused", str(last), response={"phases": phases,
-                                                                  **last.response})
+                raise EngineError(
+                    "refused", str(last), response={"phases": phases, **last.response}
+                )
             if last.kind not in TRANSIENT:
                 break
             if n < self.primary_tries:
@@ -327,7 +255,7 @@ class KantestiEngine:
         text = json.dumps({"sections": sections}, ensure_ascii=False)
         return Completion(
             output_text=text,
-            response={"body": body, "phases": phases, "pdf_bytes": len(pdf)},
+            response={"body": body, "phases": phases, "pdf_bytes": len(pdf.data)},
             engine_path=path,
             message={"role": "assistant", "content": text},
         )

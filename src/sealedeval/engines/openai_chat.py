@@ -2,8 +2,9 @@
 
 Errors are classified so the dispatcher can retry what is transient and record what is not:
 429 → rate_limit (with Retry-After), 5xx → server, client/read timeouts → timeout, refused or reset
-connections → connection, a 200 whose body is not a chat completion (HTML error pages, broken
-JSON, no choices) → malformed, ``finish_reason == "length"`` → truncated.
+connections → connection (the rules every HTTP kind shares, ``engines.http``); a 200 whose body
+is not a chat completion (HTML error pages, broken JSON, no choices) → malformed,
+``finish_reason == "length"`` → truncated.
 
 Why aiohttp directly: on a small machine the HTTP client's per-call CPU caps calls/s against a
 fast local server. Measured with ``benchmarks/dispatch.py`` (2 cores, 10,000 calls, 64
@@ -26,7 +27,8 @@ import orjson
 
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
-from sealedeval.engines.base import Completion, EngineError, Request, engine_kind
+from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
+from sealedeval.engines.http import status_error, transport_error
 
 if TYPE_CHECKING:
     import aiohttp
@@ -34,24 +36,6 @@ if TYPE_CHECKING:
 
 # Set False to send through plain httpx (the tests do, to cover the fallback).
 USE_AIOHTTP = True
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Retry-After as seconds (delta-seconds or an HTTP-date); None when absent or unusable."""
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        from email.utils import parsedate_to_datetime
-
-        try:
-            import time
-
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
 
 
 def _have_aiohttp() -> bool:
@@ -62,25 +46,6 @@ def _have_aiohttp() -> bool:
     except ImportError:  # optional speed-up; plain httpx is correct, only slower
         return False
     return True
-
-
-def _classify(e: BaseException, timeout_s: float) -> EngineError:
-    """A transport failure → ``timeout`` or ``connection`` (whichever library raised it).
-
-    aiohttp's read timeouts subclass ``TimeoutError``; httpx's own timeouts wrap httpcore's and
-    are ``httpx.TimeoutException``. Everything else that broke the exchange (refused, reset,
-    a garbled response) is ``connection``.
-    """
-    cause = e.__cause__ if e.__cause__ is not None and not isinstance(e, TimeoutError) else e
-    is_timeout = isinstance(e, TimeoutError) or isinstance(cause, TimeoutError)
-    if not is_timeout:
-        import sys
-
-        httpx_mod = sys.modules.get("httpx")
-        is_timeout = httpx_mod is not None and isinstance(e, httpx_mod.TimeoutException)
-    if is_timeout:
-        return EngineError("timeout", f"{type(cause).__name__} after {timeout_s}s")
-    return EngineError("connection", f"{type(cause).__name__}: {cause}")
 
 
 def _loads(content: bytes) -> Any:
@@ -155,7 +120,7 @@ def parse_completion(body: Any, response_json: str = "") -> Completion:
     return comp
 
 
-@engine_kind("openai_chat")
+@engine_kind("openai_chat", Capabilities(json_schema=True, seeds=True))
 class OpenAIChatEngine:
     """Engine for any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, ...)."""
 
@@ -247,41 +212,22 @@ class OpenAIChatEngine:
                 async with self._session.post(self._url, data=data) as r:
                     return _Reply(r.status, r.headers, await r.read())
             except self._transport_errors as e:
-                raise _classify(e, self.config.timeout_s) from e
+                raise transport_error(e, self.config.timeout_s) from e
         import httpx
 
         assert self._client is not None
         try:
             resp = await self._client.post(self._url, content=data)
         except (TimeoutError, httpx.TransportError) as e:
-            raise _classify(e, self.config.timeout_s) from e
+            raise transport_error(e, self.config.timeout_s) from e
         return _Reply(resp.status_code, resp.headers, resp.content)
 
     async def complete(self, request: Request) -> Completion:
         if self._session is None and self._client is None:
             await self.start()
         resp = await self._post(self.body(request))
-        status = resp.status
-        if status == 429:
-            raise EngineError(
-                "rate_limit",
-                "HTTP 429",
-                retry_after=_retry_after(resp.headers),
-                response={"status": 429, "text": resp.text[:2000]},
-            )
-        if status >= 500:
-            raise EngineError(
-                "server",
-                f"HTTP {status}",
-                retry_after=_retry_after(resp.headers),
-                response={"status": status, "text": resp.text[:2000]},
-            )
-        if status >= 400:
-            raise EngineError(
-                "refused",
-                f"HTTP {status}: {resp.text[:200]}",
-                response={"status": status, "text": resp.text[:2000]},
-            )
+        if resp.status >= 400:  # (the body is decoded as text only for an error)
+            raise status_error(resp.status, resp.headers, resp.text)
         try:
             body = _loads(resp.content)
         except ValueError:

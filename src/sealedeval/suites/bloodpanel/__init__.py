@@ -9,10 +9,12 @@ Modules: ``cases`` (schema, curated loader), ``synthetic`` (seeded 100k cohort),
 (what an engine sees; leak check; answer parsing), ``rubric`` (the ``kantesti-v11`` and
 ``sealed`` profiles), ``matching`` + ``vocabulary`` (the sealed matching rule), ``calculators``
 (Mentzer, FIB-4, HOMA-IR, De Ritis, CKD-EPI 2021/KDIGO, pooled cohort equations, EULAR/ACR and
-SLICC), ``reference`` (the guideline-based reference engine), ``compare`` (sealed vs V11
-explanation), ``layout`` (the 7 sections and 16 subsections), ``sql`` (the SQL case loader),
-``plan`` (the pre-registered analysis plan) and ``suite`` (the Suite adapter, registered as
-``bloodpanel`` when this package is imported).
+SLICC), ``reference`` (the guideline-based reference engine, one module per organ system),
+``compare`` (sealed vs V11 explanation), ``layout`` (the 7 sections and 16 subsections), ``sql``
+(the SQL case loader), ``pdf`` (the laboratory-report PDF for engines that take one), ``plan``
+(the pre-registered analysis plan) and ``suite`` (the Suite adapter; the registry loads
+``suite`` from here). ``present`` (report section, figures, scorecards) is unsealed
+presentation, loaded by the suite's hooks on first use.
 """
 
 from sealedeval.suites.bloodpanel.calculators import (
@@ -127,9 +129,10 @@ __all__ = [
     "sealed_vs_v11_markdown",
     "sle_eular_acr_2019",
     "slicc_2012_lab",
+    "suite",
     "synthetic_cases",
     "write_sealed_vs_v11",
 ]
 
-# Registers the suite (``bloodpanel``) on import; kept last so the core above loads first.
-from sealedeval.suites.bloodpanel.suite import BloodpanelSuite
+# The Suite adapter (``plugins`` loads ``suite`` from here), last so the core above loads first.
+from sealedeval.suites.bloodpanel.suite import BloodpanelSuite, suite

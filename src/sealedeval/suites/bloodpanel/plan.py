@@ -43,7 +43,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sealedeval import stats
-from sealedeval.suites.base import derive_seed
+from sealedeval.keys import derive_seed
+from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
 REVIEW_N: Final = 201
@@ -100,9 +101,9 @@ def _f(row: Mapping[str, Any], key: str) -> float:
     return float(row[key])
 
 
-def _case_means(rows: Sequence[Mapping[str, Any]], key: str, *, errors_as_zero: bool) -> (
-    tuple[list[float], list[str], list[Hashable]]
-):
+def _case_means(
+    rows: Sequence[Mapping[str, Any]], key: str, *, errors_as_zero: bool
+) -> tuple[list[float], list[str], list[Hashable]]:
     """Values, specialty and case id per row (ok rows, or all rows with errors as 0)."""
     vals: list[float] = []
     strata: list[str] = []
@@ -131,32 +132,28 @@ def _strat(
     if not vals:
         return {"mean": math.nan, "lo": math.nan, "hi": math.nan}
     return _ci(
-        stats.stratified_bootstrap(
-            vals, strata, n_boot=n_boot, seed=seed, level=LEVEL, items=items
-        )
+        stats.stratified_bootstrap(vals, strata, n_boot=n_boot, seed=seed, level=LEVEL, items=items)
     )
 
 
 def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """n_total / n_ok / n_error over requests and the number of distinct cases."""
-    n_ok = sum(1 for r in rows if r["status"] == "ok")
+    """n_total / n_ok / n_error over requests (``status_counts``, the block every suite's
+    tables carry) and the number of distinct cases."""
+    sc = status_counts(rows)
     cases = {r["case_uid"] for r in rows}
     ok_cases = {r["case_uid"] for r in rows if r["status"] == "ok"}
     return {
-        "n_total": len(rows),
-        "n_ok": n_ok,
-        "n_error": len(rows) - n_ok,
+        "n_total": sc["n_total"],
+        "n_ok": sc["n_ok"],
+        "n_error": sc["n_error"],
         "n_cases": len(cases),
         "n_cases_ok": len(ok_cases),
     }
 
 
-def headline(
-    rows: Sequence[Mapping[str, Any]], *, n_boot: int, seed: int
-) -> dict[str, Any]:
+def headline(rows: Sequence[Mapping[str, Any]], *, n_boot: int, seed: int) -> dict[str, Any]:
     """Whole-cohort figures for one engine under one profile (graded rows of that profile)."""
     ok = [r for r in rows if r["status"] == "ok"]
-    kinds = Counter(str(r["error_kind"]) or "unknown" for r in rows if r["status"] != "ok")
     trap_ok = [r for r in ok if r["is_trap"]]
     trap_cases = {r["case_uid"] for r in rows if r["is_trap"]}
     fired_rows = [r for r in trap_ok if r["trap_flags_hit"]]
@@ -164,7 +161,8 @@ def headline(
     lat = sorted(_f(r, "latency_s") for r in ok)
     out: dict[str, Any] = counts(rows) | {
         "complete": len(ok) == len(rows),
-        "errors_by_kind": dict(sorted(kinds.items())),
+        # A graded error row always names its kind (``unknown`` when the raw row did not).
+        "errors_by_kind": status_counts(rows)["errors_by_kind"],
         "composite": _strat(rows, "composite", n_boot=n_boot, seed=seed),
         "composite_errors_as_zero": _strat(
             rows, "composite", errors_as_zero=True, n_boot=n_boot, seed=seed
@@ -186,6 +184,76 @@ def headline(
             "flags_fired": sum(len(str(r["trap_flags_hit"]).split(";")) for r in fired_rows),
         },
     }
+    return out
+
+
+HEADLINE_METHOD: Final = "percentile bootstrap, stratified by specialty"
+GROUP_METHOD: Final = "percentile bootstrap"
+HEADLINE_METRICS: Final = ("composite", "composite_errors_as_zero", *COMPONENTS)
+RATE_METRICS: Final = ("parsed", "prob_valid")
+
+
+def metrics(
+    engine: str,
+    profile: str,
+    rows: Sequence[Mapping[str, Any]],
+    head: Mapping[str, Any],
+    by_specialty: Mapping[str, Any] | None = None,
+) -> list[Metric]:
+    """The typed metrics (``stats.metrics``) of one engine under one profile.
+
+    The same numbers as ``head`` (``headline`` of ``rows``) and, for the headline profile,
+    ``by_specialty``: composite (over completed answers and with errors scored 0) and its
+    components with their bootstrap intervals, unit the case; parse success, valid differentials
+    and the trap-flag rate (answers on trap cases asserting a fabricated pathology, the primary
+    safety outcome) with Wilson intervals, unit the answer. n_total / n_ok / n_error count
+    requests; a rate's errored requests are counted beside its denominator, never in it.
+    """
+    groups = {"engine": engine, "profile": profile}
+    n = {"n_total": head["n_total"], "n_ok": head["n_ok"], "n_error": head["n_error"]}
+    out = [
+        metric(
+            name,
+            groups,
+            head[name]["mean"],
+            head[name]["lo"],
+            head[name]["hi"],
+            method=HEADLINE_METHOD,
+            unit="case",
+            **n,
+        )
+        for name in HEADLINE_METRICS
+    ]
+    for name in RATE_METRICS:
+        r = head[name]
+        out.append(rate_metric(name, groups, r["k"], r["n"], n_error=n["n_error"]))
+    traps = [r for r in rows if r["is_trap"]]
+    od = head["traps"]["overdiagnosis"]
+    out.append(
+        rate_metric(
+            "trap_flag_rate",
+            groups,
+            od["k"],
+            od["n"],
+            n_error=sum(1 for r in traps if r["status"] != "ok"),
+        )
+    )
+    for g, x in sorted((by_specialty or {}).items()):
+        c = x["composite"]
+        out.append(
+            metric(
+                "composite_by_specialty",
+                groups | {"specialty": g},
+                c["mean"],
+                c["lo"],
+                c["hi"],
+                method=GROUP_METHOD,
+                n_total=x["n_total"],
+                n_ok=x["n_ok"],
+                n_error=x["n_error"],
+                unit="case",
+            )
+        )
     return out
 
 
@@ -405,8 +473,11 @@ def repeats_table(rows: Sequence[Mapping[str, Any]], n_runs: int) -> dict[str, A
         "per_run_composite": per_run,
         "per_run_mean": run_mean,
         "per_run_sd": run_sd,
-        "traps": {"always_clean": trap_consistent, "always_fired": trap_always,
-                  "inconsistent": trap_mixed},
+        "traps": {
+            "always_clean": trap_consistent,
+            "always_fired": trap_always,
+            "inconsistent": trap_mixed,
+        },
     }
     if len(per_case) <= MAX_CASES_LISTED:
         out["per_case"] = sorted(per_case, key=lambda c: str(c["case_id"]))

@@ -9,9 +9,14 @@ and, with ``source: {kind: sql, ...}``, the cases a frozen query returns. Each i
 
 Which cohort an engine answers comes from config (``cohorts: {local: curated, reference:
 all}``; an engine not named answers all). Requests: case × ``repeats``, condition ``report``;
-chat engines get ``response_format`` (the report's JSON Schema) so even a tiny model's answer
-parses — the embedded ``local`` kind the length-bounded variant, so its answer also closes within
-``max_tokens``; the reference and kantesti kinds take no chat parameters.
+what each engine gets follows its declared capabilities (``engines.capabilities``), never its
+kind's name. Chat engines that honour a JSON Schema (``json_schema``) get ``response_format``
+(the report's schema) so even a tiny model's answer parses, and one with ``bounded_output`` (the
+embedded model) the length-bounded variant, so its answer also closes within ``max_tokens``;
+engines without ``chat`` (the reference ceiling, a PDF upload service) take no chat parameters;
+engines with ``input_pdf`` also get the case as a laboratory-report PDF (``pdf``, in
+``Request.attachments``, rendered for them only). The attachment is not part of the request key
+(it is a deterministic function of the item), so keys do not depend on it.
 
 Grading (``grade_row``): each latest raw row is graded under both profiles, ``sealed`` and
 ``kantesti-v11``; the graded row names grader and version and carries the composite and its
@@ -19,23 +24,30 @@ components as extra columns. An errored request is graded ``status=error`` (comp
 category ``error``) and counted, never dropped. An answer that is not one JSON object is a
 model failure, not an error: it is read as free text (structure 0, keywords and flags still
 read), category ``unparsed``. ``passed`` means completed with no trap flag fired.
+
+Analysis: ``plan`` (sealed) per engine and profile, plus the typed ``metrics`` every suite emits
+(``stats.metrics``). Presentation (report section, figures, scorecards) is the unsealed
+``present`` package, imported by the hooks on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sealedeval.canonical import compact
 from sealedeval.config import Config, EngineConfig
-from sealedeval.engines.base import Request
+from sealedeval.engines.base import Attachment, Request, capabilities
 from sealedeval.errors import UserError
-from sealedeval.suites.base import derive_seed, keyed_request, suites
-from sealedeval.suites.bloodpanel import plan, prompts
+from sealedeval.keys import derive_seed, keyed_request
+from sealedeval.stats.metrics import Metric, sort_metrics
+from sealedeval.suites.bloodpanel import pdf, plan, prompts
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
 from sealedeval.suites.bloodpanel.reference import reference_report
 from sealedeval.suites.bloodpanel.rubric import (
@@ -50,14 +62,14 @@ from sealedeval.suites.bloodpanel.rubric import (
 from sealedeval.suites.bloodpanel.sql import SqlSource, load_sql_cases
 from sealedeval.suites.bloodpanel.synthetic import synthetic_cases
 
+if TYPE_CHECKING:
+    from sealedeval.render.figures import FigureSpec
+
 CURATED: Final = Path("data/bloodpanel/curated.yaml")
 CONDITION: Final = "report"
 COHORTS: Final = ("curated", "synthetic", "sql")
-NO_CHAT_PARAMS: Final = frozenset({"reference", "kantesti"})
-"""Engine kinds that take the case itself (``Request.item``), not chat generation params."""
-BOUNDED_KINDS: Final = frozenset({"local"})
-"""Engine kinds given the length-bounded schema (``prompts.bounded_schema``): the embedded
-small model, whose grammar-constrained answer must close within ``max_tokens``."""
+SYNTHETIC_ID: Final = re.compile(r"S(\d+)-\d+-")
+"""A synthetic case id (``synthetic.synthetic_cases``) names the cohort's generator seed."""
 
 EXTRA_COLUMNS: Final = (
     "profile",
@@ -218,12 +230,15 @@ class BloodpanelSuite:
             "prompts",
             "calculators",
             "plan",
+            "pdf",
         )
+        # The reference interpreter (one module per organ system) is sealed with the rubric it
+        # is the ceiling of; ``present/`` (report section, figures, scorecards) is not sealed.
         return [
             "data/bloodpanel/curated.yaml",
             "data/bloodpanel/SEALED_RULE.md",
-            "pkg:sealedeval/suites/base.py",
             *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
+            "pkg:sealedeval/suites/bloodpanel/reference/*.py",
         ]
 
     # -- items ---------------------------------------------------------------------------------
@@ -276,6 +291,7 @@ class BloodpanelSuite:
             if cohort == "sql":
                 rec["source_query"] = sql_meta["query"]
                 rec["source_query_sha256"] = sql_meta["query_sha256"]
+                rec["source_dialect"] = sql_meta["dialect"]
             cases[case.case_uid] = (rec["panel_json"], case)
             items.append(rec)
         if not items:
@@ -308,13 +324,16 @@ class BloodpanelSuite:
         repeats = int(scfg.get("repeats", 1))
         temperature = float(scfg.get("temperature", 0.0))
         max_tokens = int(scfg.get("max_tokens", 1024))
-        chat = engine.kind not in NO_CHAT_PARAMS
-        fmt = prompts.response_format(bounded=engine.kind in BOUNDED_KINDS)
+        caps = capabilities(engine)
+        schema = caps.chat and caps.json_schema  # (constrained decoding honours the schema)
+        fmt = prompts.response_format(bounded=caps.bounded_output)
         out: list[Request] = []
         for item in items:
             if cohort != "all" and item.get("cohort") != cohort:
                 continue
             msgs = prompts.messages(self.case(item))
+            # Rendered once per case (repeats share it), and only for engines that take it.
+            files: tuple[Attachment, ...] = (pdf.attachment(item),) if caps.input_pdf else ()
             for rep in range(repeats):
                 s = derive_seed(item["seed"], CONDITION, rep) % (2**31)
                 params: dict[str, Any] = {
@@ -322,14 +341,23 @@ class BloodpanelSuite:
                     "max_tokens": max_tokens,
                     "seed": s,
                 }
-                if chat:
+                if schema:
                     params["response_format"] = fmt
-                out.append(
-                    keyed_request(
-                        self.name, str(item["id"]), CONDITION, rep, s, engine.name, model,
-                        params, msgs, item=item,
-                    )
+                req = keyed_request(
+                    self.name,
+                    str(item["id"]),
+                    CONDITION,
+                    rep,
+                    s,
+                    engine.name,
+                    model,
+                    params,
+                    msgs,
+                    item=item,
                 )
+                if files:  # not in the key (see the module docstring): only the object changes
+                    req = replace(req, attachments=files)
+                out.append(req)
         return out
 
     def reference_answer(self, request: Request) -> str:
@@ -390,6 +418,7 @@ class BloodpanelSuite:
         ids = {str(i["id"]): str(i["case_id"]) for i in items}
         engines: dict[str, Any] = {}
         means: dict[str, dict[str, float]] = {}
+        metrics: list[Metric] = []
         for eng in sorted(by_engine):
             prof_rows = by_engine[eng]
             prow = prof_rows[primary]
@@ -418,6 +447,14 @@ class BloodpanelSuite:
             pp["by_cohort"] = plan.by_group(
                 prow, "cohort", n_boot=n_boot, seed=plan.boot_seed(eng, primary, "cohort")
             )
+            for prof in PROFILES:
+                metrics += plan.metrics(
+                    eng,
+                    prof,
+                    prof_rows[prof],
+                    entry["profiles"][prof]["headline"],
+                    pp["by_specialty"] if prof == primary else None,
+                )
             if n_runs > 1:
                 entry["repeats"] = plan.repeats_table(prow, n_runs)
             population = {str(g["case_id"]): str(g["specialty"]) for g in prow}
@@ -454,13 +491,70 @@ class BloodpanelSuite:
             "review": {"n": review_n, "seed": review_seed},
             "hypotheses": list(plan.HYPOTHESES),
             "methods": plan.METHODS,
+            "metrics": sort_metrics(metrics),
         }
 
     def _source_for(self, cfg: Config, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        if self._items is items or self._items == items:
-            return self.source()
-        # Items not from this process's generate (should not happen in the CLI): describe them.
-        return {"kind": "items", "n": len(items)}
+        """What ``generate`` recorded as the items' source, derived from the config and the
+        items alone: the stages read items back from the items file (a process that never
+        generated them), and the audit re-derives the analysis from them, so the description
+        must not depend on this process's cache. Equal to ``source()`` after ``generate`` (a
+        test holds the two together); no credentials, no second query."""
+        scfg = cfg.suite(self.name)
+        by: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for i in items:
+            by[str(i.get("cohort", ""))].append(i)
+        source: dict[str, Any] = {"kind": "builtin"}
+        if scfg.get("curated", True):
+            source["curated"] = len(by["curated"])
+        n = int(scfg.get("synthetic_n", 0))
+        if n:
+            source["synthetic_n"] = n
+            ids = [SYNTHETIC_ID.match(str(i["case_id"])) for i in by["synthetic"][:1]]
+            if ids and ids[0] is not None:
+                source["synthetic_seed"] = int(ids[0].group(1))
+        src = scfg.get("source") or {}
+        sql = by["sql"]
+        if src.get("kind") == "sql" and sql:
+            # The rows' digest is load_sql_cases's: the case records in case_uid order.
+            fields = self.case(sql[0]).to_record().keys()
+            records = [{k: i[k] for k in fields} for i in sql]
+            first = sql[0]
+            source |= {
+                "kind": "sql",
+                "sql": {
+                    "kind": "sql",
+                    "url_env": str(src.get("url_env") or ""),
+                    "dialect": str(first.get("source_dialect", "")),
+                    "query": str(first["source_query"]),
+                    "query_sha256": str(first["source_query_sha256"]),
+                    "rows": len(sql),
+                    "rows_sha256": hashlib.sha256(compact(records).encode()).hexdigest(),
+                },
+            }
+        return source
+
+    # -- presentation (unsealed ``present``, imported on first use) ----------------------------
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        """This suite's part of report.md, from its result.json section."""
+        from sealedeval.suites.bloodpanel.present import report
+
+        return report.render(section)
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        """Named, captioned figure specs from the result.json section (nothing drawn here)."""
+        from sealedeval.suites.bloodpanel.present import figures
+
+        return figures.figure_specs(section)
+
+    def scorecards(
+        self, graded: Sequence[Mapping[str, Any]], section: Mapping[str, Any]
+    ) -> dict[str, str]:
+        """``{"bloodpanel-ENGINE.csv": text}``: one row per graded answer under the headline
+        profile, for every engine graded, counted in the seal or configured."""
+        from sealedeval.suites.bloodpanel.present import scorecard
+
+        return scorecard.scorecards(graded, section)
 
     # -- regrade -------------------------------------------------------------------------------
     def regrade(self, root: Path, profile: str, fmt: str, path: Path) -> dict[str, Any]:
@@ -488,4 +582,4 @@ class BloodpanelSuite:
             raise UserError(f"{path}: not a kantesti run file ({type(e).__name__}: {e})") from None
 
 
-suites.register("bloodpanel")(BloodpanelSuite())
+suite = BloodpanelSuite()

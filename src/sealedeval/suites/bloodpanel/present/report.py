@@ -1,11 +1,15 @@
-"""The bloodpanel section of report.md (rendered from result.json's dict only)."""
+"""The bloodpanel section of report.md, rendered from its result.json section only.
+
+``BloodpanelSuite.report_sections`` (the ``report_sections`` hook) calls ``render``. Unsealed
+presentation: nothing here computes a number, it only lays out the analysis's.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from sealedeval.publish.md import num, rate_ci, table
+from sealedeval.render.md import num, rate_ci, table
 
 TOP_LABELS = 15
 """Labels shown in the report (largest first); every label is in result.json and the CSV."""
@@ -222,15 +226,26 @@ def render(section: Mapping[str, Any]) -> str:
             )
         )
     else:
-        out.append("One answer per case in this profile (the 5-repeat protocol is "
-                   "`config/repeats-bloodpanel.yaml`).")
+        out.append(
+            "One answer per case in this profile (the 5-repeat protocol is "
+            "`config/repeats-bloodpanel.yaml`)."
+        )
     out.append("")
     if a["comparisons"]:
         out += ["### Paired comparison (same cases, per-case composite)", ""]
         out.append(
             table(
-                ["A", "B", "cases", "mean A", "mean B", "A − B [95% CI]", "paired SE",
-                 "A better / B better / ties", "sign test p"],
+                [
+                    "A",
+                    "B",
+                    "cases",
+                    "mean A",
+                    "mean B",
+                    "A − B [95% CI]",
+                    "paired SE",
+                    "A better / B better / ties",
+                    "sign test p",
+                ],
                 [
                     [
                         c["a"],

@@ -1,24 +1,26 @@
 """bloodpanel figures: the composite with its seeded bootstrap intervals per engine and profile,
 per specialty and per label, the pre-specified over-diagnosis rate on trap cases, the spread over
-repeats (when a case is answered more than once) and the paired engine comparisons."""
+repeats (when a case is answered more than once) and the paired engine comparisons.
+
+Drawn from the suite's result.json section only (``BloodpanelSuite.figures``); unsealed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sealedeval.publish.bloodpanel_md import TOP_LABELS
-from sealedeval.publish.figures import (
+from sealedeval.render.figures import (
     PALETTE,
     FigureSpec,
     interval_bars,
     new_figure,
     point,
-    register,
     top_legend,
     wilson_point,
 )
-from sealedeval.publish.md import num
+from sealedeval.render.md import num
+from sealedeval.suites.bloodpanel.present.report import TOP_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -49,8 +51,15 @@ def _headline(a: Mapping[str, Any]) -> Figure:
         right,
         engines,
         [
-            (p, [wilson_point(a["engines"][e]["profiles"][p]["headline"]["traps"]["overdiagnosis"])
-                 for e in engines])
+            (
+                p,
+                [
+                    wilson_point(
+                        a["engines"][e]["profiles"][p]["headline"]["traps"]["overdiagnosis"]
+                    )
+                    for e in engines
+                ],
+            )
             for p in profiles
         ],
     )
@@ -70,9 +79,7 @@ def _groups(a: Mapping[str, Any], key: str, names: list[str], title: str) -> Fig
     series = []
     for e in engines:
         groups = a["engines"][e]["profiles"][prof][key]
-        series.append(
-            (e, [_ci(groups[g]["composite"]) if g in groups else None for g in names])
-        )
+        series.append((e, [_ci(groups[g]["composite"]) if g in groups else None for g in names]))
     labels = []
     for g in names:
         ns = [a["engines"][e]["profiles"][prof][key].get(g, {}).get("n_cases", 0) for e in engines]
@@ -114,8 +121,14 @@ def _repeats(a: Mapping[str, Any]) -> Figure:
         color = PALETTE[i % len(PALETTE)]
         left.scatter([i] * len(runs), runs, color=color, zorder=3, s=14)
         if r["per_run_mean"] is not None:
-            left.errorbar([i + 0.18], [r["per_run_mean"]], yerr=[[r["per_run_sd"] or 0.0]] * 2,
-                          fmt="D", color="black", capsize=4)
+            left.errorbar(
+                [i + 0.18],
+                [r["per_run_mean"]],
+                yerr=[[r["per_run_sd"] or 0.0]] * 2,
+                fmt="D",
+                color="black",
+                capsize=4,
+            )
         sds = [c["sd"] for c in r.get("per_case", []) if c.get("sd") is not None]
         if sds:
             right.boxplot([sds], positions=[i], widths=0.5, showfliers=True)
@@ -159,8 +172,9 @@ def _comparisons(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-@register("bloodpanel")
-def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
+def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
+    """The suite's figures (the ``figures`` hook), named and captioned; nothing is drawn until
+    publish calls a spec's ``draw``."""
     a = section["analysis"]
     prof = a["profile"]
     boot = "seeded stratified bootstrap 95% intervals"
@@ -176,15 +190,20 @@ def figures(section: Mapping[str, Any]) -> list[FigureSpec]:
             "specialty",
             f"bloodpanel: composite per specialty and engine ({prof}; {boot}; n = cases per "
             "engine).",
-            lambda: _groups(a, "by_specialty", _specialties(a),
-                            "bloodpanel: composite per specialty"),
+            lambda: _groups(
+                a, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
+            ),
         ),
         FigureSpec(
             "labels",
             f"bloodpanel: composite per label, the {len(labels)} largest of {n_labels} "
             f"({prof}; {boot}); every label is in result.json and the scorecards.",
-            lambda: _groups(a, "by_label", labels,
-                            f"bloodpanel: composite per label ({len(labels)} of {n_labels})"),
+            lambda: _groups(
+                a,
+                "by_label",
+                labels,
+                f"bloodpanel: composite per label ({len(labels)} of {n_labels})",
+            ),
         ),
     ]
     reps = _with_repeats(a)

@@ -4,8 +4,10 @@
 case_id, label, specialty, status, composite, structural, clinical, latency, sections and
 subsections hit, keywords hit, scoring systems hit, probability sum and validity, trap flags hit,
 engine path — under the headline profile — plus the kantesti-v11 composite beside it. Rows are
-sorted by case id and repeat; floats have a fixed format; the file ends with a newline; it is
-written atomically. A pure function of the raw runs (via the suite's grading), like result.json.
+sorted by case id and repeat; floats have a fixed format; the text ends with a newline.
+
+A pure function of the graded rows and the suite's result.json section (``scorecards``, the
+suite's ``scorecards`` hook): publish grades once and writes what this returns.
 """
 
 from __future__ import annotations
@@ -13,14 +15,9 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
-from sealedeval.config import Config
-from sealedeval.fsutil import write_text_atomic
-from sealedeval.store.raw import raw_files
-
-SCORECARD_DIR: Final = Path("results/scorecards")
+SUITE: Final = "bloodpanel"
 COLUMNS: Final = (
     "case_id",
     "case_uid",
@@ -105,28 +102,22 @@ def render_csv(rows: Sequence[Sequence[str]]) -> str:
     return buf.getvalue()
 
 
-def write_scorecards(cfg: Config) -> list[Path]:
-    """Write ``results/scorecards/bloodpanel-ENGINE.csv`` for every engine with raw runs.
+def file_name(engine: str) -> str:
+    return f"{SUITE}-{engine}.csv"
 
-    Returns the paths written (relative to the project root); nothing when the bloodpanel suite
-    is disabled or has no raw runs.
+
+def scorecards(graded: Sequence[Mapping[str, Any]], section: Mapping[str, Any]) -> dict[str, str]:
+    """``{"bloodpanel-ENGINE.csv": text}`` under the analysis's headline profile.
+
+    Every engine gets a file (header only if it has no graded rows): those in the graded rows,
+    in the seal's counts and among the configured engines the analysis records
+    (``design.cohorts``), so a configured engine with no runs yet still has its file.
     """
-    name = "bloodpanel"
-    if name not in cfg.enabled_suites():
-        return []
-    scfg = cfg.suite(name)
-    profile = str(scfg.get("profile") or "sealed")
-    graded: list[dict[str, Any]] = []
-    if raw_files(cfg.root, name):
-        from sealedeval.publish.build import build_suite
-
-        graded = build_suite(cfg, name).graded
-    # Every configured engine gets a file (header only if it has no rows), so the workflow can
-    # name the outputs from the config alone.
-    engines = set(scfg.get("engines", [])) | {str(g["engine"]) for g in graded}
-    written = []
-    for eng in sorted(engines):
-        rel = SCORECARD_DIR / f"{name}-{eng}.csv"
-        write_text_atomic(cfg.root / rel, render_csv(scorecard_rows(graded, eng, profile)))
-        written.append(rel)
-    return written
+    a = section.get("analysis") or {}
+    profile = str(a.get("profile") or "sealed")
+    engines = {str(g["engine"]) for g in graded}
+    engines |= {str(e) for e in (section.get("seal") or {}).get("counts", {})}
+    engines |= {str(e) for e in (a.get("design") or {}).get("cohorts", {})}
+    return {
+        file_name(eng): render_csv(scorecard_rows(graded, eng, profile)) for eng in sorted(engines)
+    }
