@@ -376,7 +376,11 @@ class Auditor:
         for e in entries:
             by.setdefault((e["suite"], e["engine"]), []).append(e)
         parts = []
-        for (suite, eng), es in sorted(by.items()):
+        for (suite, eng), all_es in sorted(by.items()):
+            # a run that found every planned key answered made no call: a resume check, not an
+            # attempt (the workflow reruns run jobs as no-ops after a clone)
+            es = [e for e in all_es if e["ok"] + e["error"] > 0 or e["outcome"] != "done"]
+            checks = len(all_es) - len(es)
             seals = len({e["rubric_sha256"] for e in es})
             configs = len({e["config_sha256"] for e in es})
             extra = []
@@ -384,6 +388,8 @@ class Auditor:
                 extra.append(f"{seals} seals")
             if configs > 1:
                 extra.append(f"{configs} configs")
+            if checks:
+                extra.append(f"+{checks} resume check{'s' if checks != 1 else ''}")
             parts.append(f"{suite}/{eng} {len(es)} run{'s' if len(es) != 1 else ''}"
                          + (f" ({', '.join(extra)})" if extra else ""))
         self.add("attempts", True, "; ".join(parts))

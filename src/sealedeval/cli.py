@@ -202,6 +202,15 @@ def cmd_cite(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bundle(args: argparse.Namespace) -> int:
+    from sealedeval.archive.bundle import BUNDLE_DIR, build_bundle
+
+    cfg = _cfg(args)
+    files = build_bundle(cfg.root)
+    print(f"wrote {len(files)} files under {BUNDLE_DIR}/ (SHA256SUMS beside them)")
+    return 0
+
+
 def cmd_deposit(args: argparse.Namespace) -> int:
     from sealedeval.archive.deposit import run_deposit
 
@@ -325,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_pdf)
     s = sub.add_parser("cite", parents=[common], help="write CITATION.cff from config")
     s.set_defaults(fn=cmd_cite)
+    s = sub.add_parser("bundle", parents=[common], help="results/deposit/bundle + SHA256SUMS")
+    s.set_defaults(fn=cmd_bundle)
     s = sub.add_parser("deposit", parents=[common], help="bundle → Zenodo (default) / Figshare")
     s.add_argument("--zenodo", action="store_true", help="deposit to Zenodo (the default)")
     s.add_argument("--figshare", action="store_true", help="deposit to Figshare")

@@ -1,9 +1,10 @@
 """Load and validate the workflow configuration.
 
 Config files are YAML, merged left to right (later files win key by key), then validated against
-``config/schemas/config.schema.yaml`` — the same schema Snakemake validates at parse time, so the
-CLI and the workflow can never disagree about what a valid config is. Errors are one line naming
-the file and the key path.
+``sealedeval/workflow/config.schema.yaml`` (shipped in the package) — the same schema Snakemake
+validates at parse time, so the CLI and the workflow can never disagree about what a valid config
+is — and each suite's section against the suite's own schema. Errors are one line naming the
+file and the key path.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sealedeval.canonical import compact
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_text
 
-SCHEMA_RELPATH = Path("config/schemas/config.schema.yaml")
+from sealedeval.workflow import SCHEMA as SCHEMA_PATH
 DEFAULT_CONFIG = Path("config/config.yaml")
 
 
@@ -149,10 +150,12 @@ def _apply_defaults(schema: Mapping[str, Any], data: Any) -> Any:
     return data
 
 
-def load_schema(root: Path) -> dict[str, Any]:
-    schema = _read_yaml(root / SCHEMA_RELPATH)
+def load_schema(root: Path | None = None) -> dict[str, Any]:
+    """The central schema shipped with the package (``sealedeval/workflow``); ``root`` is kept
+    for callers that name a project, whose files no longer carry a copy."""
+    schema = _read_yaml(SCHEMA_PATH)
     if not isinstance(schema, dict):
-        raise UserError(f"{root / SCHEMA_RELPATH}: schema is not a mapping")
+        raise UserError(f"{SCHEMA_PATH}: schema is not a mapping")
     return schema
 
 

@@ -3,7 +3,8 @@
 ``tests/fixtures/wordcount_suite`` is a real distribution: pip installs it (into a target
 directory put on PYTHONPATH, so the test venv stays as it was), it registers ``wordcount``
 through the ``sealedeval.suites`` entry point, and it ships no presentation code. The project
-uses this repository's Snakefile, rules and central schema unchanged; the suite must come out
+uses this repository's three-line Snakefile, which includes the rules and central schema shipped
+in the package, unchanged; the suite must come out
 with a report section, a figure, a scorecard and a passing audit — and the built-in suites'
 rubric hashes must not move because it exists.
 """
@@ -56,11 +57,8 @@ def _cli(cwd: Path, plugin: Path | None, *args: str) -> subprocess.CompletedProc
 
 def _project(dest: Path) -> Path:
     dest.mkdir()
-    for name in ("Snakefile", "rules"):
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
-    (dest / "config/schemas").mkdir(parents=True)
-    shutil.copy2(REPO / "config/schemas/config.schema.yaml", dest / "config/schemas")
+    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")  # three lines: the rules ship inside
+    (dest / "config").mkdir()
     (dest / "config/config.yaml").write_text(
         "project: {name: wordcount-demo, seed: 11}\n"
         "engines:\n  reference: {kind: reference, concurrency: 2}\n"

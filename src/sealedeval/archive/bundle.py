@@ -21,6 +21,7 @@ OPTIONAL = (
     "rubric.lock.tsr",
     "rubric.lock.tsa.pem",
     "CITATION.cff",
+    "ledger.jsonl",
 )
 
 

@@ -1,21 +1,23 @@
 # Engine calls. The output is a marker inside the raw directory, never the directory itself:
 # Snakemake deletes a job's outputs before running it, and raw runs must never be deleted.
-# Inputs are ancient(): after a fresh clone and `dvc pull` mtimes are arbitrary, and a present
-# marker means the calls were made — resume (`sealedeval run`) is how missing calls are added.
+# The items file is the input that matters: a config edit that regenerates a suite's items
+# reruns its run jobs, which resume (only calls not stored yet are made). After a fresh clone
+# and `dvc pull` the items are generated again and the run jobs rerun as no-ops: every planned
+# key is already answered, so no engine is started. The lock is ancient(): its mtime after a
+# clone is arbitrary, and `run` checks the seal itself.
 rule run:
     input:
         lock=ancient("rubric.lock"),
-        suite_items=ancient("results/items/{suite}.parquet"),
+        suite_items="results/items/{suite}.parquet",
     output:
         "results/raw/{suite}/{engine}/_run.json",
     log:
         "logs/run/{suite}.{engine}.log",
-    conda:
-        "../envs/sealedeval.yaml"
     resources:
         llm_server=llm_server_slots,
     params:
         config=CONFIG_ARGS,
+        suite_config=suite_config,
     shell:
         "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.config} "
         "> {log} 2>&1"
@@ -26,19 +28,18 @@ rule run:
 rule run_shard:
     input:
         lock=ancient("rubric.lock"),
-        suite_items=ancient("results/items/{suite}.parquet"),
+        suite_items="results/items/{suite}.parquet",
     output:
         "results/raw/{suite}/{engine}/_run.{shard}.json",
     log:
         "logs/run/{suite}.{engine}.{shard}.log",
-    conda:
-        "../envs/sealedeval.yaml"
     wildcard_constraints:
         shard=r"\d+-of-\d+",
     resources:
         llm_server=llm_server_slots,
     params:
         config=CONFIG_ARGS,
+        suite_config=suite_config,
         shard=shard_arg,
     shell:
         "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.shard} "

@@ -6,9 +6,8 @@ rule grade:
         "results/graded/{suite}.parquet",
     log:
         "logs/grade/{suite}.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
+        suite_config=suite_config,
     shell:
         "sealedeval grade {wildcards.suite} {params.config} > {log} 2>&1"

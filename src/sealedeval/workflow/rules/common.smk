@@ -2,6 +2,10 @@
 # merged them (the Snakefile's default first, then --configfile ones), so the CLI sees exactly
 # the config this workflow was validated against.
 import shlex
+from pathlib import Path
+
+from sealedeval.config import Config
+from sealedeval.stages.pipeline import suite_config_sha256
 
 
 def _config_files():
@@ -51,3 +55,14 @@ def llm_server_slots(wildcards):
 def shard_arg(wildcards):
     i, n = wildcards.shard.split("-of-")
     return f"--shard {i}/{n}"
+
+
+def suite_config(wildcards):
+    """The hash of what a suite's jobs depend on in the merged config (its own section, the
+    project seed, the engines it names): a param of every rule of that suite, so a config edit
+    reruns exactly the suite's jobs it affects (Snakemake's params rerun trigger)."""
+    return suite_config_sha256(Config(Path("."), config, ()), wildcards.suite)
+
+
+def all_suite_configs(wildcards=None):
+    return ",".join(f"{s}={suite_config_sha256(Config(Path('.'), config, ()), s)}" for s in SUITES)

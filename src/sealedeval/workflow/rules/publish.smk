@@ -11,10 +11,9 @@ rule publish:
         scorecards=directory("results/scorecards"),
     log:
         "logs/publish.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
+        suite_configs=all_suite_configs,
     shell:
         "sealedeval publish {params.config} > {log} 2>&1"
 
@@ -27,8 +26,6 @@ rule figures:
         directory("results/figures"),
     log:
         "logs/figures.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
     shell:
@@ -44,8 +41,6 @@ rule pdf:
         "results/report.pdf",
     log:
         "logs/pdf.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
     shell:

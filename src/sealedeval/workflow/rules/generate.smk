@@ -5,9 +5,8 @@ rule generate:
         "results/items/{suite}.parquet",
     log:
         "logs/generate/{suite}.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
+        suite_config=suite_config,
     shell:
         "sealedeval generate {wildcards.suite} {params.config} > {log} 2>&1"

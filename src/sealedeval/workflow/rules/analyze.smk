@@ -7,9 +7,8 @@ rule analyze:
         "results/analysis/{suite}.json",
     log:
         "logs/analyze/{suite}.log",
-    conda:
-        "../envs/sealedeval.yaml"
     params:
         config=CONFIG_ARGS,
+        suite_config=suite_config,
     shell:
         "sealedeval analyze {wildcards.suite} {params.config} > {log} 2>&1"
