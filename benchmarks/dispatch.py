@@ -221,7 +221,10 @@ def inspect_rate(py: str, base_url: str, n: int, conc: str, tmp: Path) -> float:
     env = os.environ | {"BENCH_API_KEY": "x", "INSPECT_LOG_LEVEL": "error"}
     proc = subprocess.run(
         [py, str(script), str(n), conc, base_url, str(tmp / "inspect-logs")],
-        capture_output=True, text=True, env=env, timeout=1800,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
     )
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
@@ -239,8 +242,15 @@ def end_to_end(base_url: str, n: int, conc: int, tmp: Path) -> tuple[float, floa
     root = make_project(tmp / f"proj-{time.monotonic_ns()}")
     reps = int(prepare(n, base_url, conc)[0].suite("golden")["repeats"])
     doc = {
-        "engines": {"bench": {"kind": "openai_chat", "model": "bench-model",
-                              "base_url": base_url, "concurrency": conc, "max_retries": 0}},
+        "engines": {
+            "bench": {
+                "kind": "openai_chat",
+                "model": "bench-model",
+                "base_url": base_url,
+                "concurrency": conc,
+                "max_retries": 0,
+            }
+        },
         "suites": {"golden": {"engines": ["bench"], "repeats": reps}},
     }
     (root / "bench.yaml").write_text(yaml.safe_dump(doc))
@@ -250,7 +260,10 @@ def end_to_end(base_url: str, n: int, conc: int, tmp: Path) -> tuple[float, floa
         t0 = time.perf_counter()
         subprocess.run(
             [shutil.which("sealedeval") or "sealedeval", *args, *extra],
-            cwd=root, check=True, capture_output=True, timeout=600,
+            cwd=root,
+            check=True,
+            capture_output=True,
+            timeout=600,
         )
         return time.perf_counter() - t0
 
@@ -260,8 +273,10 @@ def end_to_end(base_url: str, n: int, conc: int, tmp: Path) -> tuple[float, floa
     assert rows > 0
     import pyarrow.parquet as pq
 
-    done = sum(pq.ParquetFile(p).metadata.num_rows
-               for p in (root / "results/raw/golden/bench").glob("part-*.parquet"))
+    done = sum(
+        pq.ParquetFile(p).metadata.num_rows
+        for p in (root / "results/raw/golden/bench").glob("part-*.parquet")
+    )
     shutil.rmtree(root)
     return wall, done / wall, startup
 
@@ -286,8 +301,11 @@ def main() -> int:
         srv.pin(server_cpu)
         os.sched_setaffinity(0, {client_cpu})
         url = srv.base_url
-        print(f"server {a.server} on cpu {server_cpu}, client on cpu {client_cpu}; "
-              f"n={a.n} concurrency={a.concurrency} reps={a.reps}", flush=True)
+        print(
+            f"server {a.server} on cpu {server_cpu}, client on cpu {client_cpu}; "
+            f"n={a.n} concurrency={a.concurrency} reps={a.reps}",
+            flush=True,
+        )
         bodies = _bodies(url, a.n, a.concurrency)
         runs: dict[str, Callable[[], float]] = {
             "sealedeval": lambda: sealed_path(url, a.n, a.concurrency, tmp)[0],
@@ -304,13 +322,17 @@ def main() -> int:
         if inspect_ok:
             conc = str(a.concurrency)
             runs["inspect(default)"] = lambda: inspect_rate(
-                a.inspect_python, url, a.inspect_n, "default", tmp)
+                a.inspect_python, url, a.inspect_n, "default", tmp
+            )
             runs[f"inspect(c={conc})"] = lambda: inspect_rate(
-                a.inspect_python, url, a.inspect_n, conc, tmp)
+                a.inspect_python, url, a.inspect_n, conc, tmp
+            )
         else:
-            notes.append(f"Inspect AI skipped: {a.inspect_python} not found "
-                         "(python -m venv /tmp/inspect-venv && /tmp/inspect-venv/bin/pip "
-                         "install inspect-ai openai)")
+            notes.append(
+                f"Inspect AI skipped: {a.inspect_python} not found "
+                "(python -m venv /tmp/inspect-venv && /tmp/inspect-venv/bin/pip "
+                "install inspect-ai openai)"
+            )
         for _ in range(a.reps):  # interleaved so drift hits every variant alike
             for name, fn in list(runs.items()):
                 try:
@@ -338,9 +360,11 @@ def main() -> int:
             print(f"sealedeval / {k}: {med['sealedeval'] / med[k]:.1f}×  (target ≥ 20 matched)")
     if e2e:
         wall, rate, startup = e2e
-        print(f"\nend to end `sealedeval run` ({a.n} calls, CLI subprocess): {wall:.2f} s "
-              f"= {rate:,.0f} calls/s including start-up; start-up (re-run, all done): "
-              f"{startup:.2f} s (target < 2)")
+        print(
+            f"\nend to end `sealedeval run` ({a.n} calls, CLI subprocess): {wall:.2f} s "
+            f"= {rate:,.0f} calls/s including start-up; start-up (re-run, all done): "
+            f"{startup:.2f} s (target < 2)"
+        )
     for note in notes:
         print("note:", note)
     return 0

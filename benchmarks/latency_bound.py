@@ -43,8 +43,9 @@ def main() -> int:
     cpus = sorted(os.sched_getaffinity(0))
     ideal = a.n * a.latency_ms / 1000 / a.concurrency
     walls, totals = [], []
-    with Server("--cpu", str(cpus[-1]), "--latency-ms", str(a.latency_ms),
-                "--jitter", str(a.jitter)) as srv:
+    with Server(
+        "--cpu", str(cpus[-1]), "--latency-ms", str(a.latency_ms), "--jitter", str(a.jitter)
+    ) as srv:
         os.sched_setaffinity(0, {cpus[0]})
         tmp = Path(tempfile.mkdtemp(prefix="sealedeval-lat-"))
         for _ in range(a.reps):
@@ -54,10 +55,12 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     wall = statistics.median(walls)
     total = statistics.median(totals)
-    print(f"N={a.n} L={a.latency_ms:.0f} ms ±{a.jitter:.0%} C={a.concurrency}: "
-          f"dispatch wall {wall:.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
-          f"limit N·L/C = {ideal:.2f} s, ratio {wall / ideal:.3f}× (target ≤ 1.15); "
-          f"with request rendering {total:.2f} s = {total / ideal:.3f}×")
+    print(
+        f"N={a.n} L={a.latency_ms:.0f} ms ±{a.jitter:.0%} C={a.concurrency}: "
+        f"dispatch wall {wall:.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+        f"limit N·L/C = {ideal:.2f} s, ratio {wall / ideal:.3f}× (target ≤ 1.15); "
+        f"with request rendering {total:.2f} s = {total / ideal:.3f}×"
+    )
     return 0
 
 

@@ -66,7 +66,9 @@ def peak_mb():
     return float("nan")
 """
 
-HARNESS = PEAK + """
+HARNESS = (
+    PEAK
+    + """
 import json, sys, time
 from pathlib import Path
 from sealedeval.publish.build import manifest
@@ -85,8 +87,11 @@ print(json.dumps({"rows": len(rows), "read_s": t1 - t0, "summary_s": t2 - t1,
                   "manifest_s": t3 - t2, "total_s": t3 - t0, "parts": len(parts),
                   "rss_mb": peak_mb()}))
 """
+)
 
-BUILD = PEAK + """
+BUILD = (
+    PEAK
+    + """
 import json, sys, time
 from pathlib import Path
 import sealedeval.publish.build as B
@@ -124,6 +129,7 @@ dt = time.perf_counter() - t0
 (root / "results/result.json").write_text(text)
 print(json.dumps({"build_s": dt, "phases": phases, "bytes": len(text), "rss_mb": peak_mb()}))
 """
+)
 
 
 def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> int:
@@ -140,8 +146,13 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
 
     def config(repeats: int) -> object:
         doc = {
-            "engines": {"bulk": {"kind": "openai_chat", "model": "bulk-model",
-                                 "base_url": "http://127.0.0.1:9/v1"}},
+            "engines": {
+                "bulk": {
+                    "kind": "openai_chat",
+                    "model": "bulk-model",
+                    "base_url": "http://127.0.0.1:9/v1",
+                }
+            },
             "suites": {"golden": {"engines": ["bulk"], "repeats": repeats}},
         }
         (root / "scale.yaml").write_text(yaml.safe_dump(doc))
@@ -177,8 +188,7 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
 
     stream = reqs()
     chunks = (
-        [next(stream) for _ in range(min(per_part, n - start))]
-        for start in range(0, n, per_part)
+        [next(stream) for _ in range(min(per_part, n - start))] for start in range(0, n, per_part)
     )
     msg_cache: dict[int, str] = {}
     start = 0
@@ -192,33 +202,65 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
             ms = 100 + j % 900
             t = f"2026-01-01T{j // 3_600_000 % 24:02d}:{j // 60_000 % 60:02d}:"
             response = {
-                "id": f"chatcmpl-{j:012d}", "object": "chat.completion", "created": 1_767_225_600
-                + j // 1000, "model": ecfg.model, "choices": [{"index": 0, "message": {
-                    "role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100 + j % 37, "completion_tokens": 5 + j % 11,
-                          "total_tokens": 105 + j % 37 + j % 11},
+                "id": f"chatcmpl-{j:012d}",
+                "object": "chat.completion",
+                "created": 1_767_225_600 + j // 1000,
+                "model": ecfg.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": 100 + j % 37,
+                    "completion_tokens": 5 + j % 11,
+                    "total_tokens": 105 + j % 37 + j % 11,
+                },
             }
             row = {
-                "request_key": key, "suite": "golden", "item_id": r.item_id,
-                "condition": r.condition, "repeat": repeat, "seed": r.seed, "engine": "bulk",
-                "engine_kind": "openai_chat", "model": ecfg.model, "engine_identity": ident,
-                "params": compact(r.params), "messages": m,
+                "request_key": key,
+                "suite": "golden",
+                "item_id": r.item_id,
+                "condition": r.condition,
+                "repeat": repeat,
+                "seed": r.seed,
+                "engine": "bulk",
+                "engine_kind": "openai_chat",
+                "model": ecfg.model,
+                "engine_identity": ident,
+                "params": compact(r.params),
+                "messages": m,
                 "response": compact(response),
-                "output_text": text, "trajectory": "[]", "finish_reason": "stop",
-                "engine_path": "primary", "tokens_in": 100 + j % 37, "tokens_out": 5 + j % 11,
-                "cost_usd": 0.0, "latency_s": ms / 1000,
+                "output_text": text,
+                "trajectory": "[]",
+                "finish_reason": "stop",
+                "engine_path": "primary",
+                "tokens_in": 100 + j % 37,
+                "tokens_out": 5 + j % 11,
+                "cost_usd": 0.0,
+                "latency_s": ms / 1000,
                 "started_at": f"{t}{j // 1000 % 60:02d}.{j % 1000:03d}000Z",
                 "finished_at": f"{t}{j // 1000 % 60:02d}.{j % 1000:03d}{ms:03d}Z",
-                "attempts": 1, "status": "ok",
-                "error_kind": "", "error_message": "", "rubric_sha256": p.seal.rubric_sha256,
-                "seal_commit": p.seal.seal_commit, "sealed": p.seal.sealed,
+                "attempts": 1,
+                "status": "ok",
+                "error_kind": "",
+                "error_message": "",
+                "rubric_sha256": p.seal.rubric_sha256,
+                "seal_commit": p.seal.seal_commit,
+                "sealed": p.seal.sealed,
                 "harness_version": __version__,
             }
             for k, v in row.items():
                 cols[k].append(v)
         table = pa.table(cols, schema=RAW_SCHEMA)
-        pq.write_table(table, out / f"part-bulk-{part:05d}.parquet",
-                       compression="zstd", row_group_size=row_group)
+        pq.write_table(
+            table,
+            out / f"part-bulk-{part:05d}.parquet",
+            compression="zstd",
+            row_group_size=row_group,
+        )
         start += len(chunk)
     return start
 
@@ -226,8 +268,9 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
 def child(code: str, root: Path, timeout: float) -> dict[str, Any] | str:
     """Run a measurement child; its JSON line, or why there is none."""
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return f"did not finish within {timeout:.0f} s"
     if proc.returncode != 0:
@@ -254,30 +297,41 @@ def main() -> int:
     rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render)
     gen_s = time.perf_counter() - t0
     disk = sum(f.stat().st_size for f in (root / "results/raw").rglob("*.parquet"))
-    print(f"rows {rows:,} ({min(rows, a.render):,} genuine) in parts of {a.rows_per_part:,} "
-          f"(row groups {a.row_group:,}): {disk / 1e6:,.0f} MB on disk, generated in "
-          f"{gen_s:.1f} s", flush=True)
+    print(
+        f"rows {rows:,} ({min(rows, a.render):,} genuine) in parts of {a.rows_per_part:,} "
+        f"(row groups {a.row_group:,}): {disk / 1e6:,.0f} MB on disk, generated in "
+        f"{gen_s:.1f} s",
+        flush=True,
+    )
     h = child(HARNESS, root, a.timeout)
     if isinstance(h, str):
         print(f"harness: {h}")
     else:
-        print(f"harness (stream {h['parts']} parts → latest per key, seal summary, manifest): "
-              f"{h['total_s']:.1f} s (read {h['read_s']:.1f}, summary {h['summary_s']:.1f}, "
-              f"manifest {h['manifest_s']:.1f}), peak RSS {h['rss_mb']:,.0f} MB; "
-              f"ratios to target: {h['total_s'] / 120:.2f}× of 120 s, "
-              f"{h['rss_mb'] / 2048:.2f}× of 2048 MB", flush=True)
+        print(
+            f"harness (stream {h['parts']} parts → latest per key, seal summary, manifest): "
+            f"{h['total_s']:.1f} s (read {h['read_s']:.1f}, summary {h['summary_s']:.1f}, "
+            f"manifest {h['manifest_s']:.1f}), peak RSS {h['rss_mb']:,.0f} MB; "
+            f"ratios to target: {h['total_s'] / 120:.2f}× of 120 s, "
+            f"{h['rss_mb'] / 2048:.2f}× of 2048 MB",
+            flush=True,
+        )
     if rows <= a.build_max:
         b = child(BUILD, root, a.timeout)
         if isinstance(b, str):
             print(f"whole build: {b}")
         else:
-            print(f"whole build (every stage + publish) → result.json ({b['bytes']:,} bytes): {b['build_s']:.1f} s, "
-                  f"peak RSS {b['rss_mb']:,.0f} MB; by phase: " + ", ".join(
-                      f"{k} {v:.1f} s" for k, v in b["phases"].items()))
+            print(
+                f"whole build (every stage + publish) → result.json ({b['bytes']:,} bytes): "
+                f"{b['build_s']:.1f} s, "
+                f"peak RSS {b['rss_mb']:,.0f} MB; by phase: "
+                + ", ".join(f"{k} {v:.1f} s" for k, v in b["phases"].items())
+            )
     else:
-        print(f"publish.build: skipped above --build-max {a.build_max:,} rows (golden's "
-              "grading, planning and all-k pass@k table dominate; see its phases at "
-              "--n 20000)")
+        print(
+            f"publish.build: skipped above --build-max {a.build_max:,} rows (golden's "
+            "grading, planning and all-k pass@k table dominate; see its phases at "
+            "--n 20000)"
+        )
     if not a.keep:
         import shutil
 

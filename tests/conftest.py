@@ -17,20 +17,41 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 PROJECT_FILES = (
-    "config", "data", "envs", "Snakefile", "rules", "profiles", "dvc.yaml", ".dvcignore",
+    "config",
+    "data",
+    "envs",
+    "Snakefile",
+    "rules",
+    "profiles",
+    "dvc.yaml",
+    ".dvcignore",
 )
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    e = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                      "GIT_COMMITTER_EMAIL": "t@t"} | (env or {})
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=e).stdout.strip()
+    e = (
+        os.environ
+        | {
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        }
+        | (env or {})
+    )
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=e
+    ).stdout.strip()
 
 
 def sealedeval(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "sealedeval.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"sealedeval {' '.join(args)} → {proc.returncode}\n{proc.stderr}")
     return proc

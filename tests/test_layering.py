@@ -68,30 +68,58 @@ def test_publish_imports_no_suite() -> None:
 
 def test_nothing_but_the_audit_and_cli_imports_publish_or_archive() -> None:
     below = tuple(
-        p for p in {m.split(".")[1] for m in MODULES if "." in m}
+        p
+        for p in {m.split(".")[1] for m in MODULES if "." in m}
         if p not in {"publish", "archive", "audit", "cli"}
     )
-    bad = _violations(tuple(f"sealedeval.{p}" for p in below),
-                      ("sealedeval.publish", "sealedeval.archive", "sealedeval.audit"))
+    bad = _violations(
+        tuple(f"sealedeval.{p}" for p in below),
+        ("sealedeval.publish", "sealedeval.archive", "sealedeval.audit"),
+    )
     assert bad == []
 
 
 def test_lower_layers_import_no_stage_above_them() -> None:
-    bottom = ("sealedeval.stats", "sealedeval.store", "sealedeval.render", "sealedeval.keys",
-              "sealedeval.registry", "sealedeval.canonical", "sealedeval.config")
-    above = ("sealedeval.suites", "sealedeval.run", "sealedeval.stages", "sealedeval.publish",
-             "sealedeval.graders", "sealedeval.seal", "sealedeval.audit")
-    bad = [v for v in _violations(bottom, above)
-           # config looks up a suite's schema through the registry, never a suite module
-           if v != "sealedeval.config imports sealedeval.plugins.suite_config_schema"
-           and v != "sealedeval.config imports sealedeval.plugins"]
+    bottom = (
+        "sealedeval.stats",
+        "sealedeval.store",
+        "sealedeval.render",
+        "sealedeval.keys",
+        "sealedeval.registry",
+        "sealedeval.canonical",
+        "sealedeval.config",
+    )
+    above = (
+        "sealedeval.suites",
+        "sealedeval.run",
+        "sealedeval.stages",
+        "sealedeval.publish",
+        "sealedeval.graders",
+        "sealedeval.seal",
+        "sealedeval.audit",
+    )
+    bad = [
+        v
+        for v in _violations(bottom, above)
+        # config looks up a suite's schema through the registry, never a suite module
+        if v != "sealedeval.config imports sealedeval.plugins.suite_config_schema"
+        and v != "sealedeval.config imports sealedeval.plugins"
+    ]
     assert bad == []
 
 
 def test_seal_run_graders_import_no_suite() -> None:
-    bad = _violations(("sealedeval.seal", "sealedeval.run", "sealedeval.graders",
-                       "sealedeval.engines", "sealedeval.stages", "sealedeval.probes"),
-                      ("sealedeval.suites",))
+    bad = _violations(
+        (
+            "sealedeval.seal",
+            "sealedeval.run",
+            "sealedeval.graders",
+            "sealedeval.engines",
+            "sealedeval.stages",
+            "sealedeval.probes",
+        ),
+        ("sealedeval.suites",),
+    )
     assert bad == []
 
 

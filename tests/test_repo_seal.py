@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tests.conftest import REPO
 
-from sealedeval.seal import lock
 from sealedeval.plugins import all_suites
+from sealedeval.seal import lock
 
 
 def test_committed_lock_matches_rubric_inputs() -> None:

@@ -247,17 +247,23 @@ class Auditor:
             if ipath.exists():
                 stages_checked += 1
                 if artifacts.read_items(ipath) != d.items:
-                    problems.append(f"{ipath.relative_to(self.root)} differs from the re-derivation")
+                    problems.append(
+                        f"{ipath.relative_to(self.root)} differs from the re-derivation"
+                    )
             gpath = artifacts.graded_path(self.root, name)
             if gpath.exists():
                 stages_checked += 1
                 if artifacts.read_graded(gpath) != d.graded:
-                    problems.append(f"{gpath.relative_to(self.root)} differs from the re-derivation")
+                    problems.append(
+                        f"{gpath.relative_to(self.root)} differs from the re-derivation"
+                    )
             apath = artifacts.analysis_path(self.root, name)
             if apath.exists():
                 stages_checked += 1
                 if apath.read_bytes() != dumps(d.doc).encode("utf-8"):
-                    problems.append(f"{apath.relative_to(self.root)} differs from the re-derivation")
+                    problems.append(
+                        f"{apath.relative_to(self.root)} differs from the re-derivation"
+                    )
         text, report = assemble(self.cfg, docs)
         have = (self.root / RESULT).read_bytes() if (self.root / RESULT).exists() else b""
         if have != text.encode("utf-8"):
@@ -302,8 +308,11 @@ class Auditor:
         entries = self._entries()
         history = git.file_history(self.root, ledger.LEDGER_NAME)
         if not entries and not history:
-            self.add("ledger chain", not raw_files(self.root),
-                     f"no {ledger.LEDGER_NAME}: the raw runs are accounted for by no ledger")
+            self.add(
+                "ledger chain",
+                not raw_files(self.root),
+                f"no {ledger.LEDGER_NAME}: the raw runs are accounted for by no ledger",
+            )
             return
         problems = ledger.chain_problems(entries)
         path = self.root / ledger.LEDGER_NAME
@@ -311,8 +320,10 @@ class Auditor:
         later = [t for _, t in history[1:]] + [text] if history else []
         for (commit, old), new in zip(history, later, strict=True):
             if not new.startswith(old):
-                problems.append(f"{ledger.LEDGER_NAME} rewritten after commit {commit[:12]} "
-                                "(a committed entry was changed or removed)")
+                problems.append(
+                    f"{ledger.LEDGER_NAME} rewritten after commit {commit[:12]} "
+                    "(a committed entry was changed or removed)"
+                )
                 break
         committed = len(ledger.parse(history[-1][1])) if history else 0
         pending = len(entries) - committed
@@ -350,16 +361,23 @@ class Auditor:
                     aside += 1
             elif sha256_file(f) != digest:
                 problems.append(f"{path} differs from the ledger (edited or swapped)")
-        problems += [f"{p} was written by no ledgered run" for p in sorted(set(present) - set(listed))]
+        problems += [
+            f"{p} was written by no ledgered run" for p in sorted(set(present) - set(listed))
+        ]
         reported = {
             (suite, eng)
             for suite, sec in (self.result or {}).get("suites", {}).items()
             for eng in sec["seal"]["counts"]
         }
-        ledgered = {(e["suite"], e["engine"]) for e in entries
-                    if current.get(e["suite"]) == e["rubric_sha256"] and e["parts"]}
-        problems += [f"{s}/{e} has ledgered runs but is not in {RESULT}"
-                     for s, e in sorted(ledgered - reported)]
+        ledgered = {
+            (e["suite"], e["engine"])
+            for e in entries
+            if current.get(e["suite"]) == e["rubric_sha256"] and e["parts"]
+        }
+        problems += [
+            f"{s}/{e} has ledgered runs but is not in {RESULT}"
+            for s, e in sorted(ledgered - reported)
+        ]
         note = f"; {aside} parts of runs under an earlier seal are not present" if aside else ""
         self.add(
             "ledgered parts",
@@ -390,8 +408,10 @@ class Auditor:
                 extra.append(f"{configs} configs")
             if checks:
                 extra.append(f"+{checks} resume check{'s' if checks != 1 else ''}")
-            parts.append(f"{suite}/{eng} {len(es)} run{'s' if len(es) != 1 else ''}"
-                         + (f" ({', '.join(extra)})" if extra else ""))
+            parts.append(
+                f"{suite}/{eng} {len(es)} run{'s' if len(es) != 1 else ''}"
+                + (f" ({', '.join(extra)})" if extra else "")
+            )
         self.add("attempts", True, "; ".join(parts))
 
     def check_anchors(self) -> None:
@@ -419,13 +439,16 @@ class Auditor:
             if rec.get("rubric_lock_sha256") != sha256_file(self.root / lock.LOCK_NAME):
                 problems.append(f"{PREREG_NAME} records another {lock.LOCK_NAME}")
             elif not rec.get("published"):
-                found.append(f"{rec.get('service', 'deposit')} draft {rec.get('id')} "
-                             "(unpublished: not a public anchor)")
+                found.append(
+                    f"{rec.get('service', 'deposit')} draft {rec.get('id')} "
+                    "(unpublished: not a public anchor)"
+                )
             elif first is not None and rec.get("created") and _ts(rec["created"]) > _ts(first):
                 problems.append(f"pre-registration {rec.get('doi')} was made after the first call")
             else:
-                found.append(f"pre-registration {rec.get('doi')} ({rec.get('created')}; "
-                             "check it online)")
+                found.append(
+                    f"pre-registration {rec.get('doi')} ({rec.get('created')}; check it online)"
+                )
         if problems:
             self.add("external anchors", False, "; ".join(problems))
         elif found:

@@ -36,15 +36,20 @@ def cmd_seal(args: argparse.Namespace) -> int:
         from sealedeval.seal import timestamp
 
         info = timestamp.stamp(root, args.tsa, Path(args.tsa_ca) if args.tsa_ca else None)
-        print(f"RFC 3161 token from {info.tsa} at {info.time:%Y-%m-%dT%H:%M:%SZ} "
-              f"→ {timestamp.TSR_NAME}")
+        print(
+            f"RFC 3161 token from {info.tsa} at {info.time:%Y-%m-%dT%H:%M:%SZ} "
+            f"→ {timestamp.TSR_NAME}"
+        )
         extra += f" {timestamp.TSR_NAME}" + (f" {timestamp.CHAIN_NAME}" if args.tsa_ca else "")
     if args.zenodo:
         from sealedeval.archive.deposit import preregister
         from sealedeval.seal.lock import PREREG_NAME
 
         rec = preregister(
-            _cfg(args), publish=args.publish, sandbox=args.sandbox, embargo=args.embargo,
+            _cfg(args),
+            publish=args.publish,
+            sandbox=args.sandbox,
+            embargo=args.embargo,
             zenodo_url=args.zenodo_url,
         )
         state = "published" if rec["published"] else "draft (publish it to anchor the seal)"
@@ -77,7 +82,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     engines = [args.engine] if args.engine else list(cfg.suite(args.suite)["engines"])
     for eng in engines:
         stats = run_suite(
-            cfg, args.suite, eng, unsealed=args.unsealed, progress=not args.no_progress,
+            cfg,
+            args.suite,
+            eng,
+            unsealed=args.unsealed,
+            progress=not args.no_progress,
             shard=shard,
         )
         print_stats(stats, args.suite, eng)
@@ -85,8 +94,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from sealedeval.stages.pipeline import graded_rows, latest, load_items, rows_rubric
-    from sealedeval.stages.pipeline import stage_key, write_graded
+    from sealedeval.stages.pipeline import (
+        graded_rows,
+        latest,
+        load_items,
+        rows_rubric,
+        stage_key,
+        write_graded,
+    )
 
     cfg = _cfg(args)
     rows = latest(cfg, args.suite)
@@ -99,8 +114,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from sealedeval.stages import artifacts
-    from sealedeval.stages.pipeline import analysis_doc, fresh_graded, latest, load_items
-    from sealedeval.stages.pipeline import rows_rubric, stage_key
+    from sealedeval.stages.pipeline import (
+        analysis_doc,
+        fresh_graded,
+        latest,
+        load_items,
+        rows_rubric,
+        stage_key,
+    )
 
     cfg = _cfg(args)
     key = stage_key(cfg, args.suite)
@@ -174,8 +195,10 @@ def cmd_pdf(args: argparse.Namespace) -> int:
     anchors = []
     if (cfg.root / timestamp.TSR_NAME).exists():
         info = timestamp.token_info(cfg.root / timestamp.TSR_NAME)
-        anchors.append(f"RFC 3161 token ({timestamp.TSR_NAME}) from {info.tsa} at "
-                       f"{info.time:%Y-%m-%dT%H:%M:%SZ}")
+        anchors.append(
+            f"RFC 3161 token ({timestamp.TSR_NAME}) from {info.tsa} at "
+            f"{info.time:%Y-%m-%dT%H:%M:%SZ}"
+        )
     if (cfg.root / PREREG_NAME).exists():
         rec = json.loads((cfg.root / PREREG_NAME).read_text(encoding="utf-8"))
         anchors.append(f"Zenodo pre-registration {rec.get('doi')} ({PREREG_NAME})")
@@ -218,8 +241,13 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         args.zenodo = True
     cfg = _cfg(args)
     rec = run_deposit(
-        cfg, to_zenodo=args.zenodo, to_figshare=args.figshare, publish=args.publish,
-        sandbox=args.sandbox, zenodo_url=args.zenodo_url, figshare_url=args.figshare_url,
+        cfg,
+        to_zenodo=args.zenodo,
+        to_figshare=args.figshare,
+        publish=args.publish,
+        sandbox=args.sandbox,
+        zenodo_url=args.zenodo_url,
+        figshare_url=args.figshare_url,
     )
     for service in ("zenodo", "figshare"):
         if args.__dict__[service]:

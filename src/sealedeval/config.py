@@ -20,8 +20,8 @@ import yaml
 from sealedeval.canonical import compact
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_text
-
 from sealedeval.workflow import SCHEMA as SCHEMA_PATH
+
 DEFAULT_CONFIG = Path("config/config.yaml")
 
 
@@ -193,7 +193,9 @@ def _validate_suites(merged: dict[str, Any], where: str) -> None:
     for name, section in merged.get("suites", {}).items():
         kind = section.get("kind")
         try:
-            schema = suite_config_schema(str(kind), kind=True) if kind else suite_config_schema(name)
+            schema = (
+                suite_config_schema(str(kind), kind=True) if kind else suite_config_schema(name)
+            )
         except UserError as e:
             raise UserError(f"{where}: suites.{name}: {e}") from None
         if schema is not None:

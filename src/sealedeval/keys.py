@@ -59,15 +59,24 @@ def request_key(
     mj = compact(list(messages)) if messages_json is None else messages_json
     text = "".join(
         (
-            '{"condition":', _jstr(condition),
-            ',"engine":', _jstr(engine),
-            ',"item":', _jstr(item_id),
-            ',"messages":', mj,
-            ',"model":', _jstr(model),
-            ',"params":', compact(dict(params)) if params_json is None else params_json,
-            ',"repeat":', compact(repeat),
-            ',"suite":', _jstr(suite),
-            ',"tools":', compact(list(tools)) if tools else "[]",
+            '{"condition":',
+            _jstr(condition),
+            ',"engine":',
+            _jstr(engine),
+            ',"item":',
+            _jstr(item_id),
+            ',"messages":',
+            mj,
+            ',"model":',
+            _jstr(model),
+            ',"params":',
+            compact(dict(params)) if params_json is None else params_json,
+            ',"repeat":',
+            compact(repeat),
+            ',"suite":',
+            _jstr(suite),
+            ',"tools":',
+            compact(list(tools)) if tools else "[]",
             "}",
         )
     )
@@ -98,8 +107,17 @@ def keyed_request(
     mj = _messages_json(msgs)
     pj = compact(dict(params))
     key = request_key(
-        suite, item_id, condition, repeat, engine, model, params, msgs, tools,
-        messages_json=mj, params_json=pj,
+        suite,
+        item_id,
+        condition,
+        repeat,
+        engine,
+        model,
+        params,
+        msgs,
+        tools,
+        messages_json=mj,
+        params_json=pj,
     )
     req = Request(
         key,

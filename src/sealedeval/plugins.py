@@ -73,7 +73,7 @@ class Suite(Protocol):
         graded: Sequence[Row],
         rows: Sequence[Row],
     ) -> dict[str, Any]:
-        """The suite's analysis: JSON-able, with ``metrics`` (a list of ``stats.metrics.Metric``)."""
+        """The suite's analysis: JSON-able, with ``metrics`` (``stats.metrics.Metric`` list)."""
         ...
 
 
@@ -133,8 +133,13 @@ def configure(name: str, section: Mapping[str, Any]) -> None:
     factory = suite_kinds.get(kind)
     kind_info = suite_kinds.info(kind)
     obj = factory(name, section)
-    info = EntryInfo(name, source=kind_info.source, version=kind_info.version,
-                     params={"kind": kind}, target=kind_info.target)
+    info = EntryInfo(
+        name,
+        source=kind_info.source,
+        version=kind_info.version,
+        params={"kind": kind},
+        target=kind_info.target,
+    )
     suites.replace(name, obj, info)
 
 

@@ -42,8 +42,11 @@ def _dep_view(st: State, d: dict[str, Any]) -> dict[str, Any]:
     out["links"] = {
         "bucket": f"{st.base}/api/files/{d['_bucket']}",
         "html": f"{st.base}/deposit/{d['id']}",
-        **({"latest_draft": f"{st.base}/api/deposit/depositions/{d['_latest_draft']}"}
-           if d.get("_latest_draft") else {}),
+        **(
+            {"latest_draft": f"{st.base}/api/deposit/depositions/{d['_latest_draft']}"}
+            if d.get("_latest_draft")
+            else {}
+        ),
     }
     return out
 
@@ -76,7 +79,9 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
         def _authed(self, q: dict[str, list[str]]) -> bool:
             hdr = self.headers.get("Authorization", "")
             return q.get("access_token", [""])[0] == st.token or hdr in (
-                f"Bearer {st.token}", f"token {st.token}")
+                f"Bearer {st.token}",
+                f"token {st.token}",
+            )
 
         def handle_any(self, method: str) -> None:
             u = urlsplit(self.path)
@@ -100,9 +105,15 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 st.buckets[f"b{i}"] = {}
                 meta = json.loads(body).get("metadata", {})
                 meta["prereserve_doi"] = {"doi": f"10.5072/zenodo.{i}"}
-                st.deps[i] = {"id": i, "conceptrecid": str(i - 0), "metadata": meta,
-                              "submitted": False, "state": "unsubmitted", "_bucket": f"b{i}",
-                              "created": "2026-01-01T00:00:00+00:00"}
+                st.deps[i] = {
+                    "id": i,
+                    "conceptrecid": str(i - 0),
+                    "metadata": meta,
+                    "submitted": False,
+                    "state": "unsubmitted",
+                    "_bucket": f"b{i}",
+                    "created": "2026-01-01T00:00:00+00:00",
+                }
                 return self._send(201, _dep_view(st, st.deps[i]))
             m = re.fullmatch(r"/api/files/(b\d+)/(.+)", path)
             if m and method == "PUT":
@@ -118,14 +129,20 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
             if action is None and method == "PUT":
                 if d["submitted"]:
                     return self._send(400, {"message": "published: edit first"})
-                d["metadata"] = {**json.loads(body)["metadata"],
-                                 "prereserve_doi": d["metadata"]["prereserve_doi"]}
+                d["metadata"] = {
+                    **json.loads(body)["metadata"],
+                    "prereserve_doi": d["metadata"]["prereserve_doi"],
+                }
                 return self._send(200, _dep_view(st, d))
             if action == "publish" and method == "POST":
                 if not st.buckets[d["_bucket"]]:
                     return self._send(400, {"message": "no files"})
-                d.update(submitted=True, state="done", doi=d["metadata"]["prereserve_doi"]["doi"],
-                         conceptdoi=f"10.5072/zenodo.{d['conceptrecid']}")
+                d.update(
+                    submitted=True,
+                    state="done",
+                    doi=d["metadata"]["prereserve_doi"]["doi"],
+                    conceptdoi=f"10.5072/zenodo.{d['conceptrecid']}",
+                )
                 return self._send(202, _dep_view(st, d))
             if action == "newversion" and method == "POST":
                 if not d["submitted"]:
@@ -134,9 +151,16 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 i = st.next_id
                 st.buckets[f"b{i}"] = dict(st.buckets[d["_bucket"]])
                 meta = {**d["metadata"], "prereserve_doi": {"doi": f"10.5072/zenodo.{i}"}}
-                st.deps[i] = {"id": i, "conceptrecid": d["conceptrecid"], "metadata": meta,
-                              "submitted": False, "state": "unsubmitted", "_bucket": f"b{i}",
-                              "conceptdoi": d["conceptdoi"], "created": "2026-01-02T00:00:00+00:00"}
+                st.deps[i] = {
+                    "id": i,
+                    "conceptrecid": d["conceptrecid"],
+                    "metadata": meta,
+                    "submitted": False,
+                    "state": "unsubmitted",
+                    "_bucket": f"b{i}",
+                    "conceptdoi": d["conceptdoi"],
+                    "created": "2026-01-02T00:00:00+00:00",
+                }
                 d["_latest_draft"] = i
                 return self._send(201, _dep_view(st, d))
             return self._send(405, {})
@@ -145,17 +169,30 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
             if method == "POST" and path == "/account/articles":
                 st.next_id += 1
                 i = st.next_id
-                st.articles[i] = {"id": i, "meta": json.loads(body), "files": {}, "version": 0,
-                                  "doi": ""}
-                return self._send(201, {"entity_id": i,
-                                        "location": f"{st.base}/v2/account/articles/{i}"})
+                st.articles[i] = {
+                    "id": i,
+                    "meta": json.loads(body),
+                    "files": {},
+                    "version": 0,
+                    "doi": "",
+                }
+                return self._send(
+                    201, {"entity_id": i, "location": f"{st.base}/v2/account/articles/{i}"}
+                )
             m = re.fullmatch(r"/account/articles/(\d+)(/.*)?", path)
             if not m or int(m.group(1)) not in st.articles:
                 return self._send(404, {})
             a, rest = st.articles[int(m.group(1))], m.group(2) or ""
             if rest == "" and method == "GET":
-                return self._send(200, {"id": a["id"], "doi": a["doi"], "version": a["version"],
-                                        "figshare_url": f"{st.base}/articles/{a['id']}"})
+                return self._send(
+                    200,
+                    {
+                        "id": a["id"],
+                        "doi": a["doi"],
+                        "version": a["version"],
+                        "figshare_url": f"{st.base}/articles/{a['id']}",
+                    },
+                )
             if rest == "" and method == "PUT":
                 a["meta"] = json.loads(body)
                 return self._send(205, None)
@@ -165,16 +202,16 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 fid = st.next_id
                 st.uploads[str(fid)] = {"art": a["id"], "req": req, "parts": {}}
                 a["files"][fid] = {"id": fid, "name": req["name"], "status": "created"}
-                return self._send(201, {"location":
-                                        f"{st.base}/v2/account/articles/{a['id']}/files/{fid}"})
+                return self._send(
+                    201, {"location": f"{st.base}/v2/account/articles/{a['id']}/files/{fid}"}
+                )
             if rest == "/files" and method == "GET":
                 return self._send(200, list(a["files"].values()))
             m2 = re.fullmatch(r"/files/(\d+)", rest)
             if m2 and int(m2.group(1)) in a["files"]:
                 fid = int(m2.group(1))
                 if method == "GET":
-                    return self._send(200, {"id": fid,
-                                            "upload_url": f"{st.base}/upload/{fid}"})
+                    return self._send(200, {"id": fid, "upload_url": f"{st.base}/upload/{fid}"})
                 if method == "DELETE":
                     del a["files"][fid]
                     return self._send(204, None)

@@ -31,8 +31,14 @@ def _run(root: Path, *args: str, env: dict[str, str]) -> tuple[int, str]:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "sealedeval.cli", *args], cwd=root,
-                          capture_output=True, text=True, env=os.environ | env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=os.environ | env,
+        timeout=120,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -53,9 +59,16 @@ def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
         dep = st.deps[rec["id"]]
         files = st.buckets[dep["_bucket"]]
         # The bundle: flat names, raw parquet from two engines kept apart, SHA256SUMS checks out.
-        assert {"result.json", "rubric.lock", "report.md", "CITATION.cff", "SHA256SUMS",
-                "raw__golden__reference__part-1.parquet", "raw__golden__local__part-1.parquet",
-                "figures__golden_accuracy.png"} <= set(files)
+        assert {
+            "result.json",
+            "rubric.lock",
+            "report.md",
+            "CITATION.cff",
+            "SHA256SUMS",
+            "raw__golden__reference__part-1.parquet",
+            "raw__golden__local__part-1.parquet",
+            "figures__golden_accuracy.png",
+        } <= set(files)
         for line in files["SHA256SUMS"].decode().splitlines():
             digest, name = line.split("  ")
             assert hashlib.sha256(files[name]).hexdigest() == digest
@@ -77,7 +90,8 @@ def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
         assert second["conceptdoi"] == first["conceptdoi"]
         assert second["doi"] != first["doi"] and second["published"]
         assert st.buckets[st.deps[second["id"]]["_bucket"]]["result.json"] == (
-            b'{"status": "changed"}\n')
+            b'{"status": "changed"}\n'
+        )
 
     cff = yaml.safe_load((proj / "CITATION.cff").read_text())
     assert cff["doi"] == first["conceptdoi"]
@@ -92,8 +106,9 @@ def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
 
 def test_zenodo_errors_redact_the_token(proj: Path) -> None:
     with serve("another-token") as st:
-        rc, out = _run(proj, "deposit", env={"ZENODO_API_TOKEN": TOKEN,
-                                             "SEALEDEVAL_ZENODO_URL": st.base})
+        rc, out = _run(
+            proj, "deposit", env={"ZENODO_API_TOKEN": TOKEN, "SEALEDEVAL_ZENODO_URL": st.base}
+        )
     assert rc == 2 and "zenodo:" in out and "401" in out
     assert TOKEN not in out
     assert not (proj / "results/deposit.json").exists()

@@ -30,12 +30,14 @@ UID = 1000  # the Dockerfile's USER
 
 
 def run(*args: str | Path, timeout: float = 1200, **kw: object) -> str:
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True,
-                          timeout=timeout, **kw)  # type: ignore[call-overload]
+    proc = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=timeout, **kw
+    )  # type: ignore[call-overload]
     if proc.returncode != 0:
         cmd = " ".join(shlex.quote(str(a)) for a in args)
-        raise AssertionError(f"{cmd} → {proc.returncode}\n{proc.stdout[-3000:]}\n"
-                             f"{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"{cmd} → {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return str(proc.stdout)
 
 
@@ -77,8 +79,11 @@ def test_lock_pins_every_runtime_dependency() -> None:
     import tomllib
 
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    wanted = [*meta["dependencies"], *meta["optional-dependencies"]["local"],
-              *meta["optional-dependencies"]["workflow"]]
+    wanted = [
+        *meta["dependencies"],
+        *meta["optional-dependencies"]["local"],
+        *meta["optional-dependencies"]["workflow"],
+    ]
     from packaging.requirements import Requirement
 
     pins = _lock()
@@ -112,8 +117,14 @@ def _base_image(podman: str, suite: str) -> str:
     if not tar.exists():
         root = cache / f"{suite}-{key}.root"
         shutil.rmtree(root, ignore_errors=True)
-        run("debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite,
-            root, "http://deb.debian.org/debian")
+        run(
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(BASE_PACKAGES)}",
+            suite,
+            root,
+            "http://deb.debian.org/debian",
+        )
         run("tar", "--numeric-owner", "-C", root, "-cf", f"{tar}.part", ".")
         os.replace(f"{tar}.part", tar)
         shutil.rmtree(root)
@@ -125,15 +136,26 @@ def _wheelhouse(dest: Path) -> Path:
     """llama-cpp-python is an sdist on PyPI (a compile of minutes): give the build the wheel pip
     already built on this machine (pip's wheel cache; the same Debian release as the base)."""
     dest.mkdir()
-    run("python3", "-m", "pip", "wheel", "--no-deps", "-w", dest,
-        f"llama-cpp-python=={_lock()['llama-cpp-python']}")
+    run(
+        "python3",
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "-w",
+        dest,
+        f"llama-cpp-python=={_lock()['llama-cpp-python']}",
+    )
     return dest
 
 
 def _ca_bundle() -> Path | None:
     """The CA bundle this machine's pip trusts (a TLS-intercepting proxy's CA may be in it only)."""
-    for c in (os.environ.get("PIP_CERT"), os.environ.get("SSL_CERT_FILE"),
-              "/etc/ssl/certs/ca-certificates.crt"):
+    for c in (
+        os.environ.get("PIP_CERT"),
+        os.environ.get("SSL_CERT_FILE"),
+        "/etc/ssl/certs/ca-certificates.crt",
+    ):
         if c and Path(c).is_file():
             return Path(c)
     return None
@@ -150,12 +172,26 @@ def test_image_builds_and_runs_tiny_workflow(tmp_path: Path) -> None:
     wheels = _wheelhouse(tmp_path / "wheels")
     # One tag, rebuilt each run: podman's layer cache keeps an unchanged lock's install.
     image = "localhost/sealedeval-test:latest"
-    build = [podman, "build", "--isolation", "chroot", "--build-arg", f"BASE={base}",
-             "--build-arg", "PIP_FIND_LINKS=/wheels", "--volume", f"{wheels}:/wheels:ro"]
+    build = [
+        podman,
+        "build",
+        "--isolation",
+        "chroot",
+        "--build-arg",
+        f"BASE={base}",
+        "--build-arg",
+        "PIP_FIND_LINKS=/wheels",
+        "--volume",
+        f"{wheels}:/wheels:ro",
+    ]
     ca = _ca_bundle()
     if ca is not None:
-        build += ["--build-arg", "PIP_CERT=/run/host-ca.pem", "--volume",
-                  f"{ca}:/run/host-ca.pem:ro"]
+        build += [
+            "--build-arg",
+            "PIP_CERT=/run/host-ca.pem",
+            "--volume",
+            f"{ca}:/run/host-ca.pem:ro",
+        ]
     run(*build, "-t", image, REPO, timeout=2400)
 
     info = json.loads(run(podman, "image", "inspect", image))[0]["Config"]
@@ -166,8 +202,16 @@ def test_image_builds_and_runs_tiny_workflow(tmp_path: Path) -> None:
     # A clone-like project; sealed inside the image, so the seal hashes the image's package.
     proj = make_project(tmp_path / "proj", seal=False)
     run("chown", "-R", f"{UID}:{UID}", proj)
-    env = ["env", "-i", *info["Env"], "HOME=/work", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
-           "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"]
+    env = [
+        "env",
+        "-i",
+        *info["Env"],
+        "HOME=/work",
+        "GIT_AUTHOR_NAME=t",
+        "GIT_AUTHOR_EMAIL=t@t",
+        "GIT_COMMITTER_NAME=t",
+        "GIT_COMMITTER_EMAIL=t@t",
+    ]
     steps = [
         ["sealedeval", "seal"],
         ["git", "add", "rubric.lock"],
@@ -181,12 +225,11 @@ def test_image_builds_and_runs_tiny_workflow(tmp_path: Path) -> None:
     try:
         # A private mount namespace: the binds vanish with the process, nothing leaks.
         script = (
-            f"set -e; m={shlex.quote(mnt)}; mount --rbind /dev \"$m/dev\"; "
-            f"mount -t proc proc \"$m/proc\"; mount --bind {shlex.quote(str(proj))} "
-            f"\"$m/work\"; exec chroot --userspec={UID}:{UID} \"$m\" sh -c {shlex.quote(inner)}"
+            f'set -e; m={shlex.quote(mnt)}; mount --rbind /dev "$m/dev"; '
+            f'mount -t proc proc "$m/proc"; mount --bind {shlex.quote(str(proj))} '
+            f'"$m/work"; exec chroot --userspec={UID}:{UID} "$m" sh -c {shlex.quote(inner)}'
         )
-        out = run("unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                  timeout=900)
+        out = run("unshare", "--mount", "--propagation", "private", "sh", "-c", script, timeout=900)
     finally:
         run(podman, "image", "unmount", image)
 

@@ -60,14 +60,62 @@ def make_tsa(d: Path, name: str = "Test TSA") -> Path:
     conf = d / "tsa.cnf"
     conf.write_text(CONF.format(d=d))
     (d / "serial").write_text("01\n")
-    _run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-         "-days", "30", "-subj", f"/CN={name} Root", "-config", str(conf), "-extensions",
-         "ca_ext", cwd=d)
-    _run("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "tsa.key", "-out", "tsa.csr",
-         "-subj", f"/CN={name}", "-config", str(conf), cwd=d)
-    _run("x509", "-req", "-in", "tsa.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "tsa.pem", "-days", "30", "-extfile", str(conf),
-         "-extensions", "tsa_ext", cwd=d)
+    _run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "30",
+        "-subj",
+        f"/CN={name} Root",
+        "-config",
+        str(conf),
+        "-extensions",
+        "ca_ext",
+        cwd=d,
+    )
+    _run(
+        "req",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "tsa.key",
+        "-out",
+        "tsa.csr",
+        "-subj",
+        f"/CN={name}",
+        "-config",
+        str(conf),
+        cwd=d,
+    )
+    _run(
+        "x509",
+        "-req",
+        "-in",
+        "tsa.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tsa.pem",
+        "-days",
+        "30",
+        "-extfile",
+        str(conf),
+        "-extensions",
+        "tsa_ext",
+        cwd=d,
+    )
     return conf
 
 
@@ -86,8 +134,21 @@ def serve_tsa(d: Path) -> Iterator[str]:
                 q = Path(tmp) / "q.tsq"
                 q.write_bytes(body)
                 out = Path(tmp) / "r.tsr"
-                subprocess.run(["openssl", "ts", "-reply", "-config", str(conf), "-queryfile",
-                                str(q), "-out", str(out)], check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        "openssl",
+                        "ts",
+                        "-reply",
+                        "-config",
+                        str(conf),
+                        "-queryfile",
+                        str(q),
+                        "-out",
+                        str(out),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
                 data = out.read_bytes()
             self.send_response(200)
             self.send_header("Content-Type", "application/timestamp-reply")

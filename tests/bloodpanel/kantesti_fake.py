@@ -120,8 +120,14 @@ class FakeKantesti:
                 fields, file = parse_multipart(self.headers.get("content-type", ""), raw)
                 with fake._lock:
                     fake.seen.append(
-                        Seen(self.path, fields, str(file.get("name", "")),
-                             str(file.get("type", "")), bytes(file.get("data", b"")), fault)
+                        Seen(
+                            self.path,
+                            fields,
+                            str(file.get("name", "")),
+                            str(file.get("type", "")),
+                            bytes(file.get("data", b"")),
+                            fault,
+                        )
                     )
                 if self.path != ENDPOINT:
                     self._send(404, b'{"error": "not found"}')
@@ -134,9 +140,7 @@ class FakeKantesti:
                 if fault == "503":
                     self._send(503, b"<html>503 Service Unavailable</html>", "text/html")
                     return
-                if fault == "401" or (
-                    fake.password and fields.get("password") != fake.password
-                ):
+                if fault == "401" or (fake.password and fields.get("password") != fake.password):
                     self._send(401, b'{"status": "error", "message": "invalid credentials"}')
                     return
                 if fault == "malformed":

@@ -73,17 +73,20 @@ class Cluster:
     port: int
     password: str
 
-    def url(self, user: str = SUPERUSER, password: str | None = None,
-            db: str = "postgres") -> str:
+    def url(self, user: str = SUPERUSER, password: str | None = None, db: str = "postgres") -> str:
         pw = self.password if password is None else password
         return f"postgresql+psycopg2://{user}:{pw}@127.0.0.1:{self.port}/{db}"
 
-    def connect(self, db: str = "postgres", user: str = SUPERUSER,
-                password: str | None = None) -> Any:
+    def connect(
+        self, db: str = "postgres", user: str = SUPERUSER, password: str | None = None
+    ) -> Any:
         import psycopg2
 
         return psycopg2.connect(
-            host="127.0.0.1", port=self.port, dbname=db, user=user,
+            host="127.0.0.1",
+            port=self.port,
+            dbname=db,
+            user=user,
             password=self.password if password is None else password,
         )
 
@@ -98,8 +101,13 @@ def _as_server_user(cmd: Sequence[str]) -> list[str]:
 
 
 def _run(cmd: Sequence[str], timeout: float = 120) -> None:
-    proc = subprocess.run(_as_server_user(cmd), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        _as_server_user(cmd),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
 
@@ -124,12 +132,37 @@ def cluster() -> Iterator[Cluster]:
     port = free_port()
     started = False
     try:
-        _run([str(initdb), "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}",
-              "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-              "--locale=C"])
+        _run(
+            [
+                str(initdb),
+                "-D",
+                str(data),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ]
+        )
         opts = f"-p {port} -k {top} -c listen_addresses=127.0.0.1 -c fsync=off"
-        _run([str(pg_ctl), "-D", str(data), "-o", opts, "-l", str(top / "server.log"), "-w",
-              "-t", "60", "start"])
+        _run(
+            [
+                str(pg_ctl),
+                "-D",
+                str(data),
+                "-o",
+                opts,
+                "-l",
+                str(top / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
         started = True
         yield Cluster(top, port, password)
     finally:
@@ -188,10 +221,22 @@ def load_cases(
                 "INSERT INTO bloodpanel_cases VALUES "
                 "(%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
-                    r["case_uid"], r["case_id"], r["label"], r["specialty"], r["age"], r["sex"],
-                    json.dumps(json.loads(r["panel_json"])), list(r["expected_keywords"]),
-                    list(r["expected_scoring_systems"]), list(r["trap_flags"]), r["is_trap"],
-                    r["archetype"], r["title"], r["notes"], r["v11_category"], r["source"],
+                    r["case_uid"],
+                    r["case_id"],
+                    r["label"],
+                    r["specialty"],
+                    r["age"],
+                    r["sex"],
+                    json.dumps(json.loads(r["panel_json"])),
+                    list(r["expected_keywords"]),
+                    list(r["expected_scoring_systems"]),
+                    list(r["trap_flags"]),
+                    r["is_trap"],
+                    r["archetype"],
+                    r["title"],
+                    r["notes"],
+                    r["v11_category"],
+                    r["source"],
                 ),
             )
         cur.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC")

@@ -33,10 +33,19 @@ def synth_rows(n_cases: int, seed: int = 7, repeats: int = 2) -> list[dict[str, 
             ok = not (i % 11 == 3 and k == 0)
             c = round(float(rng.uniform(0.2, 1.0)), 3)
             lat = float(rng.choice([0.1, 0.05, 0.0], p=[0.6, 0.3, 0.1]))
-            rows.append({"case_uid": f"u{i:04d}", "specialty": g, "label": f"L{i % 5}",
-                         "status": "ok" if ok else "error", "repeat": k,
-                         "structural": base_s, "clinical": c, "latency": lat,
-                         "composite": 0.35 * base_s + 0.55 * c + lat})
+            rows.append(
+                {
+                    "case_uid": f"u{i:04d}",
+                    "specialty": g,
+                    "label": f"L{i % 5}",
+                    "status": "ok" if ok else "error",
+                    "repeat": k,
+                    "structural": base_s,
+                    "clinical": c,
+                    "latency": lat,
+                    "composite": 0.35 * base_s + 0.55 * c + lat,
+                }
+            )
     return rows
 
 
@@ -61,8 +70,11 @@ def test_composite_intervals_unchanged_by_the_component_intervals() -> None:
     ok = [r for r in rows if r["status"] == "ok"]
     for key, t in tables.items():
         direct = bootstrap_by_group(
-            [r["composite"] for r in ok], [r[key] for r in ok], n_boot=300,
-            seed=plan.boot_seed("e", "sealed", key), level=plan.LEVEL,
+            [r["composite"] for r in ok],
+            [r[key] for r in ok],
+            n_boot=300,
+            seed=plan.boot_seed("e", "sealed", key),
+            level=plan.LEVEL,
             items=[r["case_uid"] for r in ok],
         )
         for g, (m, lo, hi) in direct.items():
@@ -79,8 +91,7 @@ def test_each_component_interval_contains_its_estimate_and_matches_the_plain_mea
             for r in ok:
                 by_case.setdefault(r["case_uid"], []).append(r["latency"])
             latency = sum(sum(x) / len(x) for x in by_case.values()) / len(by_case)
-            expect = {"structural": v["structural"], "clinical": v["clinical"],
-                      "latency": latency}
+            expect = {"structural": v["structural"], "clinical": v["clinical"], "latency": latency}
             for name in plan.COMPONENTS:
                 ci = v[f"{name}_ci"]
                 assert ci["lo"] <= ci["mean"] <= ci["hi"], (key, g, name, ci)
@@ -102,8 +113,17 @@ def test_width_matches_the_normal_approximation() -> None:
     # 400 cases of a continuous clinical score: the percentile interval is close to ±1.96·SE.
     rng = np.random.Generator(np.random.PCG64(3))
     clinical = rng.uniform(0.0, 1.0, 400)
-    rows = [{"case_uid": f"c{i}", "g": "x", "status": "ok", "structural": 1.0,
-             "clinical": float(x), "latency": 0.1} for i, x in enumerate(clinical)]
+    rows = [
+        {
+            "case_uid": f"c{i}",
+            "g": "x",
+            "status": "ok",
+            "structural": 1.0,
+            "clinical": float(x),
+            "latency": 0.1,
+        }
+        for i, x in enumerate(clinical)
+    ]
     ci = plan.component_intervals(rows, "g", n_boot=4000, seed=5)["x"]["clinical"]
     se = float(np.std(clinical)) / math.sqrt(clinical.size)
     assert ci["hi"] - ci["lo"] == pytest.approx(2 * 1.959964 * se, rel=0.08)
@@ -117,8 +137,17 @@ def test_one_resample_serves_every_component_on_both_draw_paths(
     monkeypatch.setattr(plan, "_MULTINOMIAL_FACTOR", factor)
     rng = np.random.Generator(np.random.PCG64(9))
     x = rng.choice([0.0, 0.25, 0.5, 1.0], 300)
-    rows = [{"case_uid": f"c{i}", "g": "x", "status": "ok", "structural": float(v),
-             "clinical": float(v), "latency": 0.1} for i, v in enumerate(x)]
+    rows = [
+        {
+            "case_uid": f"c{i}",
+            "g": "x",
+            "status": "ok",
+            "structural": float(v),
+            "clinical": float(v),
+            "latency": 0.1,
+        }
+        for i, v in enumerate(x)
+    ]
     got = plan.component_intervals(rows, "g", n_boot=2000, seed=5)["x"]
     # The same cases in every resample: identical columns give identical intervals.
     assert got["structural"] == got["clinical"]
@@ -152,8 +181,17 @@ def test_a_case_under_two_groups_is_refused() -> None:
 
 
 def test_group_without_completed_cases_has_nan_intervals() -> None:
-    errored = {"case_uid": "e1", "specialty": "z", "label": "Lz", "status": "error",
-               "repeat": 0, "structural": 0.0, "clinical": 0.0, "latency": 0.0, "composite": 0.0}
+    errored = {
+        "case_uid": "e1",
+        "specialty": "z",
+        "label": "Lz",
+        "status": "error",
+        "repeat": 0,
+        "structural": 0.0,
+        "clinical": 0.0,
+        "latency": 0.0,
+        "composite": 0.0,
+    }
     rows = [*synth_rows(6), errored]
     t = plan.by_group(rows, "specialty", n_boot=50, seed=1)
     assert t["z"]["n_error"] == 1

@@ -45,8 +45,14 @@ def _fresh_cache() -> Iterator[None]:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "  ;  ", "DELETE FROM bloodpanel_cases", "SELECT 1; DROP TABLE bloodpanel_cases",
-     "update bloodpanel_cases set age = 1", "INSERT INTO t VALUES (1)"],
+    [
+        "",
+        "  ;  ",
+        "DELETE FROM bloodpanel_cases",
+        "SELECT 1; DROP TABLE bloodpanel_cases",
+        "update bloodpanel_cases set age = 1",
+        "INSERT INTO t VALUES (1)",
+    ],
 )
 def test_only_one_select_is_accepted(bad: str) -> None:
     with pytest.raises(UserError):
@@ -175,15 +181,22 @@ def test_postgres_source_through_the_cli_records_the_frozen_query(
     }
     (root / "config/sql.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
     env = {"BP_CASES_URL": reader_url}
-    for args in (["generate", "bloodpanel"], ["run", "bloodpanel", "--no-progress"],
-                 ["publish"]):
+    for args in (["generate", "bloodpanel"], ["run", "bloodpanel", "--no-progress"], ["publish"]):
         proc = subprocess.run(
             [sys.executable, "-m", "sealedeval.cli", *args, "-c", "config/sql.yaml"],
-            cwd=root, env=os.environ | env, capture_output=True, text=True, timeout=120,
+            cwd=root,
+            env=os.environ | env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stderr
-    items = [json.loads(r) for r in pq.read_table(root / "results/items/bloodpanel.parquet")
-             .column("record").to_pylist()]
+    items = [
+        json.loads(r)
+        for r in pq.read_table(root / "results/items/bloodpanel.parquet")
+        .column("record")
+        .to_pylist()
+    ]
     assert len(items) == n and {i["cohort"] for i in items} == {"sql"}
     assert {i["source_query"] for i in items} == {QUERY}
     result = (root / "results/result.json").read_text()

@@ -36,8 +36,11 @@ pytestmark = [
 def _gone(pids: list[int], timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        alive = [
+            p
+            for p in pids
+            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
         if not alive:
             return True
         time.sleep(0.2)
@@ -111,13 +114,25 @@ def test_no_orphan_after_interrupt_or_kill(project: Callable[..., Path], how: st
     root = project()
     (root / "config/local-one.yaml").write_text(
         # 60 calls: the run is still going when the signal lands, whatever the machine's speed
-        "suites:\n  golden:\n    engines: [local]\n    limit: 12\n    repeats: 4\n"
-        + A_ONLY
+        "suites:\n  golden:\n    engines: [local]\n    limit: 12\n    repeats: 4\n" + A_ONLY
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sealedeval.cli", "run", "golden", "--engine", "local", "-c",
-         "config/local-one.yaml", "--no-progress"],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "sealedeval.cli",
+            "run",
+            "golden",
+            "--engine",
+            "local",
+            "-c",
+            "config/local-one.yaml",
+            "--no-progress",
+        ],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         # as a terminal's Ctrl-C finds it: a test run started in the background of a
         # non-interactive shell (nohup, `cmd &`) inherits SIGINT as ignored, and so would the run
         preexec_fn=_default_sigint,
@@ -141,14 +156,30 @@ def test_golden_through_the_embedded_model(project: Callable[..., Path]) -> None
         + A_ONLY
     )
     run = subprocess.run(
-        [sys.executable, "-m", "sealedeval.cli", "run", "golden", "-c", "config/local-one.yaml",
-         "--no-progress"], cwd=root, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "sealedeval.cli",
+            "run",
+            "golden",
+            "-c",
+            "config/local-one.yaml",
+            "--no-progress",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     for cmd in (["publish"], ["audit"]):
-        p = subprocess.run([sys.executable, "-m", "sealedeval.cli", *cmd, "-c",
-                            "config/local-one.yaml"], cwd=root, capture_output=True, text=True,
-                           timeout=600)
+        p = subprocess.run(
+            [sys.executable, "-m", "sealedeval.cli", *cmd, "-c", "config/local-one.yaml"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
     import json
 
@@ -157,6 +188,9 @@ def test_golden_through_the_embedded_model(project: Callable[..., Path]) -> None
     assert counts["local"]["requests"] == 3 * 3
     assert counts["local"]["ok"] + counts["local"]["error"] == counts["local"]["requests"]
     assert res["engines"]["local"]["gguf"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if "llama_cpp.server" in " ".join(p.info["cmdline"] or [])
-                and str(root) in " ".join(p.info["cmdline"] or [])]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "llama_cpp.server" in " ".join(p.info["cmdline"] or [])
+        and str(root) in " ".join(p.info["cmdline"] or [])
+    ]

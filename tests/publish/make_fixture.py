@@ -41,9 +41,18 @@ def main() -> int:
         root = make_project(Path(tmp) / "proj")
         (root / "config/fixture.yaml").write_text(OVERLAY)
         proc = subprocess.run(
-            ["snakemake", "results/result.json", "--cores", "2", "--configfile",
-             "config/tiny.yaml", "config/fixture.yaml"],
-            cwd=root, capture_output=True, text=True,
+            [
+                "snakemake",
+                "results/result.json",
+                "--cores",
+                "2",
+                "--configfile",
+                "config/tiny.yaml",
+                "config/fixture.yaml",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             print(proc.stderr[-4000:], file=sys.stderr)

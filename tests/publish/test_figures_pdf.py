@@ -62,11 +62,16 @@ def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) ->
 def test_rebuild_in_a_fresh_process_is_byte_identical(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:
-    code = ("import json, sys; from pathlib import Path; "
-            "from sealedeval.publish.figures import write_figures; "
-            "write_figures(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(HERE / "result_all.json")],
-                   check=True, timeout=600)
+    code = (
+        "import json, sys; from pathlib import Path; "
+        "from sealedeval.publish.figures import write_figures; "
+        "write_figures(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), str(HERE / "result_all.json")],
+        check=True,
+        timeout=600,
+    )
     files = {p.name: p.read_bytes() for p in (tmp_path / "results/figures").iterdir()}
     assert files == built
 
@@ -103,9 +108,20 @@ def test_optional_figures_appear_only_with_their_data() -> None:
     bp = r["suites"]["bloodpanel"]["analysis"]
     bp["engines"]["reference"]["repeats"]["n_runs"] = 1
     bp["comparisons"] = [
-        {"a": "reference", "b": "other", "n_cases": 16, "mean_a": 0.9, "mean_b": 0.7,
-         "mean_diff": 0.2, "paired_se": 0.05, "ci": {"lo": 0.1, "hi": 0.3}, "a_better": 10,
-         "b_better": 2, "ties": 4, "p": 0.039},
+        {
+            "a": "reference",
+            "b": "other",
+            "n_cases": 16,
+            "mean_a": 0.9,
+            "mean_b": 0.7,
+            "mean_diff": 0.2,
+            "paired_se": 0.05,
+            "ci": {"lo": 0.1, "hi": 0.3},
+            "a_better": 10,
+            "b_better": 2,
+            "ties": 4,
+            "p": 0.039,
+        },
     ]
     for role in r["suites"]["grounding"]["analysis"]["engines"]["reference"]["roles"].values():
         for t in ("b1", "b2", "b3", "b4"):
@@ -121,8 +137,9 @@ def test_optional_figures_appear_only_with_their_data() -> None:
     names = {(s, f.name) for s, f in figures.specs(r)}
     assert ("grounding", "track_b") not in names and ("grounding", "track_a") in names
     out = figures.build_figures(_suite(r, "bloodpanel"), formats=("svg",))
-    assert set(out) == {f"bloodpanel_{n}.svg" for n in ("composite", "specialty", "labels",
-                                                         "comparisons")}
+    assert set(out) == {
+        f"bloodpanel_{n}.svg" for n in ("composite", "specialty", "labels", "comparisons")
+    }
 
 
 def test_missing_estimates_draw_as_na_not_dropped(built: dict[str, bytes]) -> None:
@@ -141,8 +158,9 @@ def test_write_figures_removes_stale_and_skips_unregistered(
     (tmp_path / "results/figures").mkdir(parents=True)
     (tmp_path / "results/figures/stale_old.png").write_bytes(b"x")
     out = figures.write_figures(tmp_path, r)
-    assert [p.name for p in out] == [f"grounding_{n}.{x}" for n in ("track_a", "track_b")
-                                     for x in ("png", "svg")]
+    assert [p.name for p in out] == [
+        f"grounding_{n}.{x}" for n in ("track_a", "track_b") for x in ("png", "svg")
+    ]
     assert all(p.read_bytes() == built[p.name] for p in out)
     assert not (tmp_path / "results/figures/stale_old.png").exists()
     r["suites"] = {}
@@ -158,9 +176,15 @@ def test_report_md_references_every_figure_once_with_its_caption(built: dict[str
     for i, _ in refs:
         assert re.search(rf"^\*Figure {i}\. \S.*\*$", md, re.M)
     # each suite's figures follow its own section
-    marks = ["## bloodpanel", "figures/bloodpanel_composite.svg", "## golden",
-             "figures/golden_accuracy.svg", "## grounding", "figures/grounding_track_a.svg",
-             "## Engines"]
+    marks = [
+        "## bloodpanel",
+        "figures/bloodpanel_composite.svg",
+        "## golden",
+        "figures/golden_accuracy.svg",
+        "## grounding",
+        "figures/grounding_track_a.svg",
+        "## Engines",
+    ]
     at = [md.index(m) for m in marks]
     assert at == sorted(at)
     images = [c for k, c in parse_markdown(md) if k == "image"]
@@ -203,10 +227,17 @@ def test_pdf_places_every_figure_deterministically(tmp_path: Path, built: dict[s
     for p in pngs:
         assert f"({p.stem})" in flat
     # figures sit inside their suite's part of the report
-    page_of = {p.stem: i for i, page in enumerate(reader.pages) for p in pngs
-               if f"({p.stem})" in "".join(page.extract_text().split())}
-    grounding_start = min(i for i, page in enumerate(reader.pages)
-                          if "grounding—SemanticGrounding" in "".join(page.extract_text().split()))
+    page_of = {
+        p.stem: i
+        for i, page in enumerate(reader.pages)
+        for p in pngs
+        if f"({p.stem})" in "".join(page.extract_text().split())
+    }
+    grounding_start = min(
+        i
+        for i, page in enumerate(reader.pages)
+        if "grounding—SemanticGrounding" in "".join(page.extract_text().split())
+    )
     assert page_of["bloodpanel_labels"] <= grounding_start <= page_of["grounding_track_a"]
 
     if shutil.which("pdftoppm") is None:

@@ -511,8 +511,15 @@ def test_request_keys_and_bodies_reuse_the_encoded_messages_exactly(
 
     params.pop("messages", None)
     doc = {
-        "suite": "s", "item": "i\u00e9", "condition": "c", "repeat": 2, "engine": "e",
-        "model": "m", "params": params, "messages": msgs, "tools": tools,
+        "suite": "s",
+        "item": "i\u00e9",
+        "condition": "c",
+        "repeat": 2,
+        "engine": "e",
+        "model": "m",
+        "params": params,
+        "messages": msgs,
+        "tools": tools,
     }
     try:
         expected = hashlib.sha256(_stdlib_compact(doc).encode()).hexdigest()[:32]
@@ -610,8 +617,14 @@ def test_latest_records_streams_the_same_rows_as_latest_rows(tmp_path: Path) -> 
             "status": rng.choice(["ok", "error", "error"]),
             "finished_at": f"2026-01-01T00:00:{rng.randrange(30):02d}Z",
             "output_text": f"answer {i}",
-            "repeat": i, "seed": i, "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.5,
-            "latency_s": 0.25, "attempts": 1, "sealed": True,
+            "repeat": i,
+            "seed": i,
+            "tokens_in": 1,
+            "tokens_out": 2,
+            "cost_usd": 0.5,
+            "latency_s": 0.25,
+            "attempts": 1,
+            "sealed": True,
         }
         writer.append(row)
     writer.close()

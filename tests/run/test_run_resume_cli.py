@@ -24,10 +24,10 @@ from tests.fakes import FakeOpenAI
 from tests.run._support import cli_popen, git, run_cli, write_fake_config
 
 from sealedeval.config import load_config
+from sealedeval.plugins import get_suite
 from sealedeval.run.runner import plan
 from sealedeval.seal import lock
 from sealedeval.store.raw import latest_rows, raw_dir, raw_files, read_raw
-from sealedeval.plugins import get_suite
 
 HERE = Path(__file__).resolve().parent
 RUN = ("run", "golden", "--engine", "fake", "-c", "fake.yaml", "--no-progress")
@@ -377,9 +377,23 @@ def test_unset_api_key_fails_before_anything_is_written(make_project: Callable[.
     cfg = write_fake_config(root, "http://127.0.0.1:9/v1", api_key_env="SEALEDEVAL_NO_SUCH_KEY")
     env = {k: v for k, v in os.environ.items() if k != "SEALEDEVAL_NO_SUCH_KEY"}
     r = subprocess.run(
-        [sys.executable, "-m", "sealedeval.cli", "run", "golden", "--engine", "fake", "-c",
-         str(cfg.relative_to(root)), "--no-progress"],
-        cwd=root, capture_output=True, text=True, timeout=60, env=env,
+        [
+            sys.executable,
+            "-m",
+            "sealedeval.cli",
+            "run",
+            "golden",
+            "--engine",
+            "fake",
+            "-c",
+            str(cfg.relative_to(root)),
+            "--no-progress",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [

@@ -37,8 +37,17 @@ from pathlib import Path
 
 import psutil
 
-BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "srun", "scancel",
-            "scontrol")
+BINARIES = (
+    "slurmctld",
+    "slurmd",
+    "munged",
+    "sbatch",
+    "squeue",
+    "sinfo",
+    "srun",
+    "scancel",
+    "scontrol",
+)
 SITE_CONF = Path("/etc/slurm/slurm.conf")
 MARKER = "# sealedeval throwaway test cluster (tests/scale/slurm_cluster.py)"
 _PR_SET_PDEATHSIG = 1
@@ -66,8 +75,10 @@ def unavailable() -> str | None:
     """Why this machine cannot host the throwaway cluster, or None."""
     missing = [b for b in BINARIES if shutil.which(b) is None]
     if missing:
-        return (f"SLURM not installed (missing {', '.join(missing)}): "
-                "apt-get install -y slurm-wlm munge")
+        return (
+            f"SLURM not installed (missing {', '.join(missing)}): "
+            "apt-get install -y slurm-wlm munge"
+        )
     if os.geteuid() != 0:
         return "starting slurmd needs root"
     if (SITE_CONF.exists() or SITE_CONF.is_symlink()) and _stale_cluster() is None:
@@ -153,19 +164,35 @@ class SlurmCluster:
 
     def _spawn(self, cmd: list[str], log: Path) -> None:
         with open(log, "ab") as out:
-            self.procs.append(subprocess.Popen(cmd, env=self.env, stdout=out, stderr=out,
-                                               stdin=subprocess.DEVNULL,
-                                               preexec_fn=_die_with_parent))
+            self.procs.append(
+                subprocess.Popen(
+                    cmd,
+                    env=self.env,
+                    stdout=out,
+                    stderr=out,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=_die_with_parent,
+                )
+            )
 
     def _start_munged(self) -> None:
         m = self.base / "munge"
         key = m / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
-        self._spawn(["munged", "--foreground", "--force", f"--socket={self.munge_socket}",
-                     f"--key-file={key}", f"--pid-file={m / 'munged.pid'}",
-                     f"--seed-file={m / 'munged.seed'}", f"--log-file={m / 'munged.log'}"],
-                    self.base / "log" / "munged.out")
+        self._spawn(
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={m / 'munged.pid'}",
+                f"--seed-file={m / 'munged.seed'}",
+                f"--log-file={m / 'munged.log'}",
+            ],
+            self.base / "log" / "munged.out",
+        )
         deadline = time.monotonic() + 10
         while not self.munge_socket.exists():
             if self.procs[-1].poll() is not None or time.monotonic() > deadline:
@@ -194,8 +221,9 @@ class SlurmCluster:
                 for p in self.procs:
                     if p.poll() is not None:
                         raise RuntimeError(f"{p.args[0]} exited ({p.returncode}): {self.logs()}")
-                out = subprocess.run(["sinfo", "-h", "-o", "%t"], env=self.env,
-                                     capture_output=True, text=True)
+                out = subprocess.run(
+                    ["sinfo", "-h", "-o", "%t"], env=self.env, capture_output=True, text=True
+                )
                 if out.returncode == 0 and out.stdout.strip() in ("idle", "mix", "alloc"):
                     return self
                 time.sleep(0.5)
@@ -207,11 +235,19 @@ class SlurmCluster:
     def jobs(self) -> list[dict[str, str]]:
         """Every job the controller remembers (MinJobAge keeps finished ones): id, name,
         state, comment (the executor writes rule and wildcards there)."""
-        out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%k"], env=self.env,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%k"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         keys = ("id", "name", "state", "comment")
-        return [dict(zip(keys, line.split("|", 3), strict=True))
-                for line in out.splitlines() if line.strip()]
+        return [
+            dict(zip(keys, line.split("|", 3), strict=True))
+            for line in out.splitlines()
+            if line.strip()
+        ]
 
     def leftovers(self) -> list[psutil.Process]:
         """Processes other than this one started for this cluster: daemons and job processes
@@ -239,8 +275,12 @@ class SlurmCluster:
         """Cancel the jobs, end the daemons, then anything they left; remove the config link."""
         if self.procs and all(p.poll() is None for p in self.procs):
             with contextlib.suppress(subprocess.SubprocessError, OSError):
-                subprocess.run(["scancel", "--full", "--user", "root"], env=self.env,
-                               capture_output=True, timeout=15)
+                subprocess.run(
+                    ["scancel", "--full", "--user", "root"],
+                    env=self.env,
+                    capture_output=True,
+                    timeout=15,
+                )
                 deadline = time.monotonic() + 15
                 while time.monotonic() < deadline and any(
                     j["state"] in ("RUNNING", "COMPLETING", "PENDING", "CONFIGURING")

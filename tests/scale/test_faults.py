@@ -107,13 +107,24 @@ def test_twenty_kill_9_points_then_resume(tmp_path: Path) -> None:
 
 
 def test_ten_percent_mixed_faults_all_accounted(tmp_path: Path) -> None:
-    kinds = ["rate_limit", "server", "unavailable", "timeout", "reset", "malformed",
-             "truncated", "html", "empty"]
-    with FakeOpenAI(fault_rate=0.10, fault_kinds=kinds, seed=7, hang_s=1.0,
-                    retry_after="0.01") as fake:
+    kinds = [
+        "rate_limit",
+        "server",
+        "unavailable",
+        "timeout",
+        "reset",
+        "malformed",
+        "truncated",
+        "html",
+        "empty",
+    ]
+    with FakeOpenAI(
+        fault_rate=0.10, fault_kinds=kinds, seed=7, hang_s=1.0, retry_after="0.01"
+    ) as fake:
         root = make_project(tmp_path / "proj")
-        write_fake_config(root, fake.base_url, repeats=9, concurrency=8, max_retries=1,
-                          timeout_s=0.4)
+        write_fake_config(
+            root, fake.base_url, repeats=9, concurrency=8, max_retries=1, timeout_s=0.4
+        )
         planned = _planned(root)
         proc = run_cli(root, *RUN, timeout=180)
         assert proc.returncode == 0, proc.stderr

@@ -58,8 +58,10 @@ def _snakemake(root: Path, *args: str, env: dict[str, str], timeout: float) -> N
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         found = [*(root / "logs").rglob("*.log"), *(root / ".snakemake/slurm_logs").rglob("*.log")]
-        logs = "\n".join(f"--- {p.relative_to(root)}\n{p.read_text(errors='replace')[-1500:]}"
-                         for p in sorted(found))
+        logs = "\n".join(
+            f"--- {p.relative_to(root)}\n{p.read_text(errors='replace')[-1500:]}"
+            for p in sorted(found)
+        )
         raise AssertionError(f"{' '.join(cmd)} → {proc.returncode}\n{proc.stderr[-6000:]}\n{logs}")
 
 
@@ -74,8 +76,13 @@ def _slurm_profile(root: Path) -> None:
     res.pop("slurm_account")
     res.update(slurm_partition="debug", mem_mb=500, cpus_per_task=1, runtime=10)
     prof["set-resources"] = {r: {"runtime": 10} for r in prof.get("set-resources", {})}
-    prof.update({"latency-wait": 5, "slurm-status-command": "squeue",
-                 "slurm-init-seconds-before-status-checks": 1})
+    prof.update(
+        {
+            "latency-wait": 5,
+            "slurm-status-command": "squeue",
+            "slurm-init-seconds-before-status-checks": 1,
+        }
+    )
     (root / "profiles/slurmtest").mkdir()
     (root / "profiles/slurmtest/config.yaml").write_text(yaml.safe_dump(prof))
 
@@ -102,8 +109,7 @@ def _result(root: Path) -> tuple[str, dict[str, int], int]:
 
 def _raw(root: Path) -> list[tuple[str, str, str]]:
     rows = read_raw(raw_files(root, SUITE)).select(["request_key", "status", "output_text"])
-    return sorted((r["request_key"], r["status"], r["output_text"] or "")
-                  for r in rows.to_pylist())
+    return sorted((r["request_key"], r["status"], r["output_text"] or "") for r in rows.to_pylist())
 
 
 def test_sharded_bloodpanel_on_slurm_matches_local(tmp_path: Path) -> None:
@@ -126,8 +132,13 @@ def test_sharded_bloodpanel_on_slurm_matches_local(tmp_path: Path) -> None:
     try:
         cluster.start()
         try:
-            _snakemake(on_slurm, "--workflow-profile", "profiles/slurmtest",
-                       env=cluster.env | env, timeout=300)
+            _snakemake(
+                on_slurm,
+                "--workflow-profile",
+                "profiles/slurmtest",
+                env=cluster.env | env,
+                timeout=300,
+            )
         except AssertionError as e:
             raise AssertionError(f"{e}\n{cluster.logs()}") from None
         jobs = cluster.jobs()
@@ -171,8 +182,11 @@ def test_killed_test_process_leaves_nothing_behind(tmp_path: Path) -> None:
     why = unavailable()
     if why:
         pytest.skip(why)
-    host = subprocess.Popen([sys.executable, "-c", _KILLED_HOST, str(tmp_path / "a"), str(REPO)],
-                            stdout=subprocess.PIPE, text=True)
+    host = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_HOST, str(tmp_path / "a"), str(REPO)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert host.stdout is not None
         daemons = [psutil.Process(int(p)) for p in host.stdout.readline().split()]

@@ -13,8 +13,10 @@ from tests.conftest import git, sealedeval
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("dvc") is None or shutil.which("snakemake") is None,
-                       reason="dvc/snakemake missing"),
+    pytest.mark.skipif(
+        shutil.which("dvc") is None or shutil.which("snakemake") is None,
+        reason="dvc/snakemake missing",
+    ),
 ]
 ENV = os.environ | {"DVC_NO_ANALYTICS": "1"}
 
@@ -38,11 +40,13 @@ def test_clone_pull_does_not_redo_engine_calls(
     run(root, "dvc", "remote", "add", "-d", "store", str(remote))
     dvc_yaml = (root / "dvc.yaml").read_text()
     (root / "dvc.yaml").write_text(
-        dvc_yaml.replace("snakemake --cores 8 runs", "snakemake --cores 2 runs --configfile "
-                         "config/tiny.yaml").replace(
+        dvc_yaml.replace(
+            "snakemake --cores 8 runs", "snakemake --cores 2 runs --configfile config/tiny.yaml"
+        ).replace(
             "--allowed-rules generate grade analyze publish figures pdf",
             "--allowed-rules generate grade analyze publish figures pdf "
-            "--configfile config/tiny.yaml")
+            "--configfile config/tiny.yaml",
+        )
     )
     git(root, "add", "-A")
     git(root, "commit", "-qm", "dvc")
@@ -76,9 +80,23 @@ def test_clone_pull_does_not_redo_engine_calls(
 def test_analysis_stage_never_calls_an_engine(project: Callable[..., Path]) -> None:
     root = project()
     proc = subprocess.run(
-        ["snakemake", "--cores", "1", "--configfile", "config/tiny.yaml", "--allowed-rules",
-         "generate", "grade", "analyze", "publish"],
-        cwd=root, capture_output=True, text=True, timeout=600, env=ENV,
+        [
+            "snakemake",
+            "--cores",
+            "1",
+            "--configfile",
+            "config/tiny.yaml",
+            "--allowed-rules",
+            "generate",
+            "grade",
+            "analyze",
+            "publish",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=ENV,
     )
     assert proc.returncode != 0
     assert not (root / "results/raw").exists() or not parts(root)

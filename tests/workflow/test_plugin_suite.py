@@ -35,9 +35,23 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build = tmp_path_factory.mktemp("build")
     shutil.copytree(FIXTURE, build / "src", ignore=shutil.ignore_patterns("*.egg-info", "build"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(build / "src")],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(build / "src"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert list(target.glob("sealedeval_wordcount-*.dist-info/entry_points.txt"))
     return target
@@ -46,13 +60,19 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _env(plugin: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     paths = [str(REPO)] + ([str(plugin)] if plugin else [])
-    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env
 
 
 def _cli(cwd: Path, plugin: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sealedeval.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600, env=_env(plugin))
+    return subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(plugin),
+    )
 
 
 def _project(dest: Path) -> Path:
@@ -75,8 +95,10 @@ def test_entry_point_suite_runs_end_to_end(plugin_path: Path, tmp_path: Path) ->
     root = _project(tmp_path / "proj")
     listed = _cli(root, plugin_path, "suites")
     assert listed.returncode == 0, listed.stderr
-    assert any(line.split()[:3] == ["wordcount", "sealedeval-wordcount", "0.3.1"]
-               for line in listed.stdout.splitlines()), listed.stdout
+    assert any(
+        line.split()[:3] == ["wordcount", "sealedeval-wordcount", "0.3.1"]
+        for line in listed.stdout.splitlines()
+    ), listed.stdout
 
     seal = _cli(root, plugin_path, "seal")
     assert seal.returncode == 0, seal.stderr
@@ -87,15 +109,26 @@ def test_entry_point_suite_runs_end_to_end(plugin_path: Path, tmp_path: Path) ->
     git(root, "add", "rubric.lock")
     git(root, "commit", "-qm", "seal")
 
-    proc = subprocess.run(["snakemake", "--cores", "2"], cwd=root, capture_output=True,
-                          text=True, timeout=600, env=_env(plugin_path))
+    proc = subprocess.run(
+        ["snakemake", "--cores", "2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(plugin_path),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     result = json.loads((root / "results/result.json").read_text())
     section = result["suites"]["wordcount"]
     assert section["seal"]["counts"]["reference"] == {
-        "requests": 10, "ok": 10, "error": 0, "refused": 0, "missing": 0,
-        "attempt_rows": 10, "complete": True,
+        "requests": 10,
+        "ok": 10,
+        "error": 0,
+        "refused": 0,
+        "missing": 0,
+        "attempt_rows": 10,
+        "complete": True,
     }
     [acc] = [m for m in section["analysis"]["metrics"] if m["metric"] == "accuracy"]
     assert acc["estimate"] == 1.0 and acc["n_ok"] == 10 and acc["method"] == "wilson"
@@ -123,8 +156,11 @@ def test_entry_point_suite_runs_end_to_end(plugin_path: Path, tmp_path: Path) ->
     import pyarrow.parquet as pq
 
     t = pq.read_table(graded)
-    t = t.set_column(t.column_names.index("passed"), "passed",
-                     pa.array([False] + t.column("passed").to_pylist()[1:]))
+    t = t.set_column(
+        t.column_names.index("passed"),
+        "passed",
+        pa.array([False, *t.column("passed").to_pylist()[1:]]),
+    )
     pq.write_table(t, graded)
     audit = _cli(root, plugin_path, "audit")
     assert audit.returncode == 1
@@ -143,8 +179,14 @@ def test_adding_a_suite_changes_no_other_rubric_hash(plugin_path: Path, tmp_path
     )
 
     def hashes(plugin: Path | None) -> dict[str, str]:
-        proc = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True,
-                              text=True, timeout=300, env=_env(plugin), cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(plugin),
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr
         out: dict[str, str] = json.loads(proc.stdout)
         return out

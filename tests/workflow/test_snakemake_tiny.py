@@ -15,8 +15,13 @@ pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="snake
 
 
 def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["snakemake", "--cores", "2", "--configfile", "config/tiny.yaml", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["snakemake", "--cores", "2", "--configfile", "config/tiny.yaml", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_tiny_workflow_builds_audits_and_rebuilds_identically(
@@ -62,8 +67,13 @@ def test_schema_rejects_bad_config_at_parse_time(project: Callable[..., Path]) -
     root = project()
     bad = root / "config/bad.yaml"
     bad.write_text("engines:\n  reference:\n    kind: reference\n    concurrency: 0\n")
-    proc = subprocess.run(["snakemake", "--cores", "1", "--configfile", "config/bad.yaml", "-n"],
-                          cwd=root, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["snakemake", "--cores", "1", "--configfile", "config/bad.yaml", "-n"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "concurrency" in proc.stderr + proc.stdout
     cli = sealedeval(root, "run", "golden", "-c", "config/bad.yaml", check=False)

@@ -37,8 +37,12 @@ def collect(root: Path) -> list[str]:
     if missing:
         raise UserError(f"{missing[0]}: missing; run the workflow (and `sealedeval seal`) first")
     rels = list(REQUIRED) + [p for p in OPTIONAL if (root / p).exists()]
-    for pattern in ("results/scorecards/*.csv", "results/figures/*.png", "results/figures/*.svg",
-                    "results/raw/**/*.parquet"):
+    for pattern in (
+        "results/scorecards/*.csv",
+        "results/figures/*.png",
+        "results/figures/*.svg",
+        "results/raw/**/*.parquet",
+    ):
         rels += [p.relative_to(root).as_posix() for p in root.glob(pattern) if p.is_file()]
     return sorted(set(rels))
 

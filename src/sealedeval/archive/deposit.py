@@ -20,8 +20,10 @@ def metadata(cfg: Config, *, prereg: bool = False, embargo: str | None = None) -
     desc = pub.get("description") or f"Results, raw runs and sealed rubric of {title}."
     if prereg:
         title = f"Pre-registration: {title}"
-        desc = ("The sealed rubric (rubric.lock: sha256 of every rubric input) deposited "
-                "before the first engine call.")
+        desc = (
+            "The sealed rubric (rubric.lock: sha256 of every rubric input) deposited "
+            "before the first engine call."
+        )
     creators = [
         {k: v for k, v in a.items() if k in ("name", "affiliation", "orcid")}
         for a in project.get("authors", [])
@@ -59,8 +61,12 @@ def run_deposit(
     meta = metadata(cfg)
     if to_zenodo:
         record["zenodo"] = zenodo.deposit(
-            files, meta, publish=publish, sandbox=sandbox,
-            previous=record.get("zenodo"), base_url=zenodo_url,
+            files,
+            meta,
+            publish=publish,
+            sandbox=sandbox,
+            previous=record.get("zenodo"),
+            base_url=zenodo_url,
         )
     if to_figshare:
         record["figshare"] = figshare.deposit(
@@ -82,15 +88,17 @@ def preregister(
 ) -> dict[str, Any]:
     """Deposit rubric.lock (and its RFC 3161 token, if any) as a pre-registration record."""
     from sealedeval.seal import timestamp
-    from sealedeval.seal.lock import PREREG_NAME
-    from sealedeval.seal.lock import LOCK_NAME
+    from sealedeval.seal.lock import LOCK_NAME, PREREG_NAME
 
     root = cfg.root
     files = [root / LOCK_NAME] + [
         root / n for n in (timestamp.TSR_NAME, timestamp.CHAIN_NAME) if (root / n).exists()
     ]
     rec = zenodo.deposit(
-        files, metadata(cfg, prereg=True, embargo=embargo), publish=publish, sandbox=sandbox,
+        files,
+        metadata(cfg, prereg=True, embargo=embargo),
+        publish=publish,
+        sandbox=sandbox,
         base_url=zenodo_url,
     )
     rec["rubric_lock_sha256"] = sha256_file(root / LOCK_NAME)

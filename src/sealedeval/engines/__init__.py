@@ -2,13 +2,22 @@
 
 from sealedeval.engines.base import (
     Capabilities,
-    capabilities,
     Completion,
     Engine,
     EngineError,
     Request,
     build_engine,
+    capabilities,
     engine_kinds,
 )
 
-__all__ = ["Capabilities", "Completion", "Engine", "EngineError", "Request", "build_engine", "capabilities", "engine_kinds"]
+__all__ = [
+    "Capabilities",
+    "Completion",
+    "Engine",
+    "EngineError",
+    "Request",
+    "build_engine",
+    "capabilities",
+    "engine_kinds",
+]

@@ -173,14 +173,23 @@ def engine_kind(
     """Register an engine kind with the capabilities it declares (a value, or a function of the
     engine's config when they depend on it)."""
     caps = capabilities or Capabilities()
-    _capabilities[name] = caps if callable(caps) else (lambda _cfg, c=caps: c)
+    if callable(caps):
+        _capabilities[name] = caps
+    else:
+        fixed = caps
+
+        def declared(_cfg: EngineConfig) -> Capabilities:
+            return fixed
+
+        _capabilities[name] = declared
     return engine_kinds.register(name)
 
 
 def capabilities(config: EngineConfig) -> Capabilities:
     """The capabilities of a configured engine: the kind's, with ``tool_protocol`` from config."""
     engine_kinds.get(config.kind)  # imports the kind, which declares its capabilities
-    caps = _capabilities.get(config.kind, lambda _cfg: Capabilities())(config)
+    fn = _capabilities.get(config.kind)
+    caps = fn(config) if fn is not None else Capabilities()
     proto = config.extra.get("tool_protocol")
     if proto:
         caps = replace(caps, tool_protocol=str(proto))

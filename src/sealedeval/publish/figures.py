@@ -41,9 +41,7 @@ def stem(suite: str, spec: FigureSpec) -> str:
     return f"{suite}_{spec.name}"
 
 
-def build_figures(
-    result: Mapping[str, Any], formats: Sequence[str] = FORMATS
-) -> dict[str, bytes]:
+def build_figures(result: Mapping[str, Any], formats: Sequence[str] = FORMATS) -> dict[str, bytes]:
     """``{"golden_accuracy.png": b"...", ...}`` for every registered suite in ``result``."""
     out: dict[str, bytes] = {}
     for suite, spec in specs(result):

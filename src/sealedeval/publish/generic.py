@@ -45,8 +45,14 @@ def report_section(name: str, section: Section) -> str:
             table(
                 ["engine", "requests", "ok", "error", "missing", "state"],
                 [
-                    [e, c["requests"], c["ok"], c["error"], c["missing"],
-                     "complete" if c["complete"] else "INCOMPLETE"]
+                    [
+                        e,
+                        c["requests"],
+                        c["ok"],
+                        c["error"],
+                        c["missing"],
+                        "complete" if c["complete"] else "INCOMPLETE",
+                    ]
                     for e, c in counts.items()
                 ],
             )
@@ -58,11 +64,29 @@ def report_section(name: str, section: Section) -> str:
         return "\n".join(out)
     out.append(
         table(
-            ["metric", "groups", "estimate", "95% interval", "method", "n ok", "n error",
-             "n total", "unit"],
             [
-                [m["metric"], _groups(m), num(m["estimate"]), _interval(m), m["method"],
-                 m["n_ok"], m["n_error"], m["n_total"], m["unit"]]
+                "metric",
+                "groups",
+                "estimate",
+                "95% interval",
+                "method",
+                "n ok",
+                "n error",
+                "n total",
+                "unit",
+            ],
+            [
+                [
+                    m["metric"],
+                    _groups(m),
+                    num(m["estimate"]),
+                    _interval(m),
+                    m["method"],
+                    m["n_ok"],
+                    m["n_error"],
+                    m["n_total"],
+                    m["unit"],
+                ]
                 for m in metrics
             ],
         )

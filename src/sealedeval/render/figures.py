@@ -126,21 +126,32 @@ def interval_bars(
                 if horizontal:
                     ax.text(0.01, x, "n/a", va="center", fontsize="small", color=color)
                 else:
-                    ax.text(x, 0.01, "n/a", ha="center", va="bottom", rotation=90,
-                            fontsize="small", color=color)
+                    ax.text(
+                        x,
+                        0.01,
+                        "n/a",
+                        ha="center",
+                        va="bottom",
+                        rotation=90,
+                        fontsize="small",
+                        color=color,
+                    )
                 continue
             e, lo, hi = v
             pos.append(x)
             est.append(e)
             err_lo.append(max(0.0, e - lo) if lo is not None else 0.0)
             err_hi.append(max(0.0, hi - e) if hi is not None else 0.0)
-        kw: dict[str, Any] = {"color": color, "label": label, "capsize": 3,
-                              "error_kw": {"elinewidth": 1}}
+        kw: dict[str, Any] = {
+            "color": color,
+            "label": label,
+            "capsize": 3,
+            "error_kw": {"elinewidth": 1},
+        }
         if not pos:  # every estimate n/a: an invisible bar keeps the legend's colour right
             pos, est, err_lo, err_hi = [0.0], [math.nan], [0.0], [0.0]
         # A black tick at each estimate, so an estimate of 0 is visibly there (not n/a).
-        tick: dict[str, Any] = {"color": "black", "linestyle": "none", "markersize": 6,
-                                "zorder": 3}
+        tick: dict[str, Any] = {"color": "black", "linestyle": "none", "markersize": 6, "zorder": 3}
         if horizontal:
             ax.barh(pos, est, height=width, xerr=[err_lo, err_hi], **kw)
             ax.plot(est, pos, marker="|", **tick)

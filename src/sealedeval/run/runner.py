@@ -24,6 +24,8 @@ from sealedeval.engines import build_engine
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
+from sealedeval.keys import suite_seed
+from sealedeval.plugins import Suite, get_suite
 from sealedeval.run.dispatcher import Dispatcher, RunStats, now_iso
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.seal import lock
@@ -37,8 +39,6 @@ from sealedeval.store.raw import (
     raw_files,
     read_columns,
 )
-from sealedeval.keys import suite_seed
-from sealedeval.plugins import Suite, get_suite
 
 MARKER = "_run.json"
 
@@ -146,8 +146,15 @@ def run_suite(
     """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``)."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
-            cfg, suite_name, engine_name, unsealed=unsealed, progress=progress,
-            flush_rows=flush_rows, max_part_rows=max_part_rows, limit=limit, shard=shard,
+            cfg,
+            suite_name,
+            engine_name,
+            unsealed=unsealed,
+            progress=progress,
+            flush_rows=flush_rows,
+            max_part_rows=max_part_rows,
+            limit=limit,
+            shard=shard,
         )
 
 
@@ -205,7 +212,12 @@ def _run_suite(
             try:
                 asyncio.run(
                     _dispatch(
-                        engine, writer, p, todo, stats, progress,
+                        engine,
+                        writer,
+                        p,
+                        todo,
+                        stats,
+                        progress,
                         followups if todo else lambda: later,
                     )
                 )
@@ -214,8 +226,7 @@ def _run_suite(
                 writer.close()
         outcome = "done"
     finally:
-        _ledger(cfg, p, engine_name, engine.model, requests, shard, writer, stats, started,
-                outcome)
+        _ledger(cfg, p, engine_name, engine.model, requests, shard, writer, stats, started, outcome)
     marker: dict[str, Any] = {
         "suite": suite_name,
         "engine": engine_name,
@@ -257,28 +268,32 @@ def _ledger(
     for name, rows in list(writer.parts):
         f = out_dir / name
         if f.exists():
-            parts.append({"path": f.relative_to(cfg.root).as_posix(), "sha256": sha256_file(f),
-                          "rows": rows})
-    ledger.append(cfg.root, {
-        "kind": "run",
-        "suite": p.suite.name,
-        "engine": engine_name,
-        "model": model,
-        "rubric_sha256": p.seal.rubric_sha256,
-        "seal_commit": p.seal.seal_commit,
-        "sealed": p.seal.sealed,
-        "config_sha256": suite_config_sha256(cfg, p.suite.name),
-        "shard": list(shard or (0, 1)),
-        "planned": len(requests),
-        "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),
-        "parts": parts,
-        "ok": stats.ok,
-        "error": stats.error,
-        "skipped": stats.skipped,
-        "outcome": outcome,
-        "started_at": started,
-        "finished_at": now_iso(),
-    })
+            parts.append(
+                {"path": f.relative_to(cfg.root).as_posix(), "sha256": sha256_file(f), "rows": rows}
+            )
+    ledger.append(
+        cfg.root,
+        {
+            "kind": "run",
+            "suite": p.suite.name,
+            "engine": engine_name,
+            "model": model,
+            "rubric_sha256": p.seal.rubric_sha256,
+            "seal_commit": p.seal.seal_commit,
+            "sealed": p.seal.sealed,
+            "config_sha256": suite_config_sha256(cfg, p.suite.name),
+            "shard": list(shard or (0, 1)),
+            "planned": len(requests),
+            "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),
+            "parts": parts,
+            "ok": stats.ok,
+            "error": stats.error,
+            "skipped": stats.skipped,
+            "outcome": outcome,
+            "started_at": started,
+            "finished_at": now_iso(),
+        },
+    )
 
 
 def engine_rows(root: Path, suite: str, engine: str) -> list[RawRecord]:

@@ -63,8 +63,7 @@ def file_history(root: Path, relpath: str) -> list[tuple[str, str]]:
     line of HEAD); empty outside a repository or when the file was never committed."""
     if not is_repo(root):
         return []
-    out = git(root, "log", "--first-parent", "--format=%H", "--reverse", "--", relpath,
-              check=False)
+    out = git(root, "log", "--first-parent", "--format=%H", "--reverse", "--", relpath, check=False)
     versions = []
     for commit in out.split():
         text = show(root, commit, relpath)

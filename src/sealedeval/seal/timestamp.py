@@ -107,8 +107,16 @@ def stamp(root: Path, url: str, ca_file: Path | None = None, *, timeout: float =
 
 def _verify_with(tsr: Path, digest: str, chain: Path) -> tuple[bool, str]:
     proc = _openssl(
-        "ts", "-verify", "-in", str(tsr), "-digest", digest, "-CAfile", str(chain),
-        "-untrusted", str(chain),
+        "ts",
+        "-verify",
+        "-in",
+        str(tsr),
+        "-digest",
+        digest,
+        "-CAfile",
+        str(chain),
+        "-untrusted",
+        str(chain),
     )
     out = (proc.stdout + proc.stderr).decode(errors="replace").strip()
     if proc.returncode == 0 and "Verification: OK" in out:

@@ -126,8 +126,9 @@ def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
         kind = _column_kind(values)
         if kind == "json":
             json_cols.append(c)
-            arrays.append(pa.array([None if v is None else compact(v) for v in values],
-                                   type=pa.string()))
+            arrays.append(
+                pa.array([None if v is None else compact(v) for v in values], type=pa.string())
+            )
         else:
             arrays.append(pa.array(values, type=_ARROW[kind]))
     table = pa.Table.from_arrays(arrays, names=list(columns)) if columns else pa.table({})

@@ -101,11 +101,31 @@ def rate_metric(
     """A proportion k/n over completed units with its Wilson interval; ``n_error`` more units
     were planned but errored (they are counted, not in the denominator)."""
     if n <= 0:
-        return metric(name, groups, None, None, None, method="wilson", n_total=n_error,
-                      n_ok=0, n_error=n_error, unit=unit)
+        return metric(
+            name,
+            groups,
+            None,
+            None,
+            None,
+            method="wilson",
+            n_total=n_error,
+            n_ok=0,
+            n_error=n_error,
+            unit=unit,
+        )
     lo, hi = wilson(k, n, z)
-    return metric(name, groups, k / n, lo, hi, method="wilson", n_total=n + n_error, n_ok=n,
-                  n_error=n_error, unit=unit)
+    return metric(
+        name,
+        groups,
+        k / n,
+        lo,
+        hi,
+        method="wilson",
+        n_total=n + n_error,
+        n_ok=n,
+        n_error=n_error,
+        unit=unit,
+    )
 
 
 def mean_metric(
@@ -121,14 +141,34 @@ def mean_metric(
     """A mean over items (replicates averaged within item first) with an item-clustered normal
     interval (Miller 2024, Eq. 4); one item gives no interval."""
     if not values:
-        return metric(name, groups, None, None, None, method="item-clustered normal",
-                      n_total=n_error, n_ok=0, n_error=n_error, unit=unit)
+        return metric(
+            name,
+            groups,
+            None,
+            None,
+            None,
+            method="item-clustered normal",
+            n_total=n_error,
+            n_ok=0,
+            n_error=n_error,
+            unit=unit,
+        )
     means = item_means(values, items)
     est = sum(means.values()) / len(means)
     se = item_se(values, items)
     lo, hi = (est - z * se, est + z * se) if math.isfinite(se) else (None, None)
-    return metric(name, groups, est, lo, hi, method="item-clustered normal",
-                  n_total=len(values) + n_error, n_ok=len(values), n_error=n_error, unit=unit)
+    return metric(
+        name,
+        groups,
+        est,
+        lo,
+        hi,
+        method="item-clustered normal",
+        n_total=len(values) + n_error,
+        n_ok=len(values),
+        n_error=n_error,
+        unit=unit,
+    )
 
 
 def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def parse(text: str, where: str = LEDGER_NAME) -> list[dict[str, Any]]:
         try:
             doc = json.loads(line)
         except ValueError as e:
-            raise UserError(f"{where}:{n}: not valid JSON ({e.msg})") from None
+            raise UserError(f"{where}:{n}: not valid JSON ({e})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise UserError(f"{where}:{n}: not a {FORMAT} entry")
         out.append(doc)

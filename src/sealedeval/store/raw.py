@@ -352,7 +352,10 @@ def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> list[R
     Mapping lookups and a sort on (engine, key) tuples were a third of the read time).
     """
     key_i, status_i, fin_i, eng_i = (
-        _INDEX["request_key"], _INDEX["status"], _INDEX["finished_at"], _INDEX["engine"]
+        _INDEX["request_key"],
+        _INDEX["status"],
+        _INDEX["finished_at"],
+        _INDEX["engine"],
     )
     best: dict[str, tuple[Any, ...]] = {}
     for cols in _column_batches(paths, batch_rows):

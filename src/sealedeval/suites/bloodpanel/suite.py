@@ -232,13 +232,13 @@ class BloodpanelSuite:
             "plan",
             "pdf",
         )
-        # The reference interpreter (one module per organ system) is sealed with the rubric it
-        # is the ceiling of; ``present/`` (report section, figures, scorecards) is not sealed.
+        # Not sealed: the reference interpreter (``reference/``) is an engine's answerer, the
+        # ceiling, not the rubric (editing it must not re-seed every synthetic case), and
+        # ``present/`` (report section, figures, scorecards) is presentation.
         return [
             "data/bloodpanel/curated.yaml",
             "data/bloodpanel/SEALED_RULE.md",
             *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
-            "pkg:sealedeval/suites/bloodpanel/reference/*.py",
         ]
 
     # -- items ---------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from sealedeval.engines.base import Completion, Engine, EngineError, Request
 from sealedeval.errors import UserError
 from sealedeval.graders import graders
 from sealedeval.graders import judge as jg
-from sealedeval.run.solvers import CallFn, SolveResult, solvers
 from sealedeval.keys import derive_seed
+from sealedeval.run.solvers import CallFn, SolveResult, solvers
 from sealedeval.suites.golden import prompts
 from sealedeval.suites.golden.design import make_request
 from sealedeval.suites.golden.items import (

@@ -193,8 +193,17 @@ def build_requests(
         }
         out.append(
             keyed_request(
-                SUITE, first.item_id, condition, first.replicate, req_seed, engine.name, model,
-                params, messages, item=item, solver=_solver(specs),
+                SUITE,
+                first.item_id,
+                condition,
+                first.replicate,
+                req_seed,
+                engine.name,
+                model,
+                params,
+                messages,
+                item=item,
+                solver=_solver(specs),
             )
         )
     return out
