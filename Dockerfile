@@ -28,6 +28,9 @@ ENV PATH=/opt/venv/bin:$PATH \
 # `podman build --volume`): PIP_CERT, a CA bundle; PIP_FIND_LINKS, a directory of wheels.
 ARG PIP_CERT
 ARG PIP_FIND_LINKS
+# llama-cpp-python's build flags (envs/install-llama.sh says why: no -march=native, whose AMX
+# kernels die with SIGILL on VMs that do not enable AMX). Empty it for a non-x86 base.
+ARG CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 COPY envs/requirements.lock /tmp/requirements.lock
 RUN pip install --no-cache-dir --no-deps -r /tmp/requirements.lock \
     && pip check \

@@ -71,7 +71,9 @@ class Auditor:
         self._guard("seal precedes runs", self.check_order)
         self._guard("rows bound to seal", self.check_binding)
         self._guard("manifest checksums", self.check_manifest)
+        self._guard("config as built", self.check_config)
         self._guard("result re-derives", self.check_rederive)
+        self._guard("environment", self.check_environment)
         self._guard("counts add up", self.check_counts)
         self._guard("ledger chain", self.check_ledger)
         self._guard("ledgered parts", self.check_ledger_parts)
@@ -264,7 +266,8 @@ class Auditor:
                     problems.append(
                         f"{apath.relative_to(self.root)} differs from the re-derivation"
                     )
-        text, report = assemble(self.cfg, docs)
+        recorded = (self.result or {}).get("versions")
+        text, report = assemble(self.cfg, docs, environment=recorded)
         have = (self.root / RESULT).read_bytes() if (self.root / RESULT).exists() else b""
         if have != text.encode("utf-8"):
             problems.append(f"{RESULT} differs from the re-derivation")
@@ -276,6 +279,60 @@ class Auditor:
             not problems,
             "; ".join(problems[:3])
             or f"{stages_checked} stage files, result.json and report.md rebuilt byte for byte",
+        )
+
+    def check_config(self) -> None:
+        """The config this audit uses is the one result.json was built with (files and merged
+        content hash): a config edited after the build is named, not silently re-derived."""
+        if self.result is None:
+            raise UserError(f"{RESULT}: missing; run `sealedeval publish`")
+        built = self.result.get("config") or {}
+        now = {"sources": list(self.cfg.sources), "sha256": self.cfg.sha256()}
+        problems = []
+        if built.get("sources") != now["sources"]:
+            problems.append(
+                f"built with {', '.join(built.get('sources') or [])}, "
+                f"audited with {', '.join(now['sources'])}"
+            )
+        elif built.get("sha256") != now["sha256"]:
+            problems.append(
+                f"{', '.join(now['sources'])} changed since the build "
+                f"(merged sha256 {str(built.get('sha256'))[:12]} then, "
+                f"{now['sha256'][:12]} now)"
+            )
+        self.add(
+            "config as built",
+            not problems,
+            "; ".join(problems)
+            or f"{', '.join(now['sources'])} (merged sha256 "
+            f"{now['sha256'][:12]}), as recorded in {RESULT}",
+        )
+
+    def check_environment(self) -> None:
+        """Library versions are provenance, kept apart from the numbers: a difference is
+        reported (WARN), never a failure; any number that differs fails the re-derivation."""
+        from sealedeval.publish.build import versions
+
+        if self.result is None:
+            return
+        recorded = self.result.get("versions") or {}
+        now = versions()
+        diff = [
+            f"{k} {recorded.get(k, 'absent')} → {now.get(k, 'absent')}"
+            for k in sorted(set(recorded) | set(now))
+            if recorded.get(k) != now.get(k)
+        ]
+        self.add(
+            "environment",
+            not diff,
+            (
+                "built under other versions: "
+                + ", ".join(diff)
+                + "; every number and table re-derived equal"
+            )
+            if diff
+            else "same library versions as the build",
+            warn=True,
         )
 
     def check_counts(self) -> None:

@@ -88,6 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             unsealed=args.unsealed,
             progress=not args.no_progress,
             shard=shard,
+            allow_errors=args.allow_errors,
         )
         print_stats(stats, args.suite, eng)
     return 0
@@ -287,8 +288,22 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from sealedeval.audit import Auditor, failed, render
+    import json
 
+    from sealedeval.audit import Auditor, failed, render
+    from sealedeval.publish.build import RESULT
+
+    root = Path(args.root).resolve()
+    result = root / RESULT
+    if not args.config and result.exists():
+        # The result says which config files built it: audit exactly that, with no flags.
+        try:
+            sources = json.loads(result.read_text(encoding="utf-8"))["config"]["sources"]
+        except (ValueError, KeyError, TypeError):
+            sources = []
+        args.config = [s for s in sources if s != "config/config.yaml"]
+        if args.config:
+            print(f"audit: config as recorded in {RESULT}: {', '.join(sources)}")
     cfg = _cfg(args)
     checks = Auditor(cfg, allow_unsealed=args.allow_unsealed).run()
     print(render(checks))
@@ -340,6 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--no-progress", action="store_true")
     s.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by request key)")
+    s.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="exit 0 even when more calls errored than the engine's fail_on_error allows",
+    )
     s.set_defaults(fn=cmd_run)
 
     for name, fn, text in (

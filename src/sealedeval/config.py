@@ -41,6 +41,9 @@ class EngineConfig:
     backoff_max_s: float = 30.0
     price_in_per_mtok: float = 0.0
     price_out_per_mtok: float = 0.0
+    fail_on_error: float = 0.0
+    """Errors (after retries) a run may end with and still succeed: 0 none, < 1 a share of the
+    calls made, >= 1 a count (Inspect AI's ``fail_on_error``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def api_key(self) -> str | None:
@@ -238,6 +241,10 @@ def load_config(
     schema = load_schema(root)
     validate(merged, schema, where)
     merged = _apply_defaults(schema, merged)
+    from sealedeval.engines.schemas import check_engine
+
+    for name, section in merged["engines"].items():
+        check_engine(name, section, where)
     _validate_suites(merged, where)
     cfg = Config(root=root, data=merged, sources=tuple(sources))
     for suite in cfg.enabled_suites():

@@ -133,19 +133,14 @@ def _base_image(podman: str, suite: str) -> str:
 
 
 def _wheelhouse(dest: Path) -> Path:
-    """llama-cpp-python is an sdist on PyPI (a compile of minutes): give the build the wheel pip
-    already built on this machine (pip's wheel cache; the same Debian release as the base)."""
+    """llama-cpp-python is an sdist on PyPI (a compile of minutes): give the build the wheel
+    ``envs/install-llama.sh`` already built on this machine (its own pip cache, the portable
+    AVX2 build; the same Debian release as the base)."""
     dest.mkdir()
-    run(
-        "python3",
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "-w",
-        dest,
-        f"llama-cpp-python=={_lock()['llama-cpp-python']}",
-    )
+    env = {**os.environ, "LLAMA_PIP": "wheel",
+           "LLAMA_CPP_PYTHON_VERSION": _lock()["llama-cpp-python"]}
+    subprocess.run(["sh", str(REPO / "envs/install-llama.sh"), "-w", str(dest)], check=True,
+                   env=env, capture_output=True, text=True, timeout=1800)
     return dest
 
 

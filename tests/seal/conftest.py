@@ -163,7 +163,7 @@ def sealed_template(tmp_path_factory: pytest.TempPathFactory) -> Project:
     p.seal_commit = p.commit("Seal rubric", "rubric.lock")
     assert p.run() == 0
     p.publish()
-    p.commit("Raw runs and results", "results")
+    p.commit("Raw runs, results and the run ledger", "results", "ledger.jsonl")
     return p
 
 

@@ -22,8 +22,13 @@ CHECK_NAMES = (
     "seal precedes runs",
     "rows bound to seal",
     "manifest checksums",
+    "config as built",
     "result re-derives",
+    "environment",
     "counts add up",
+    "ledger chain",
+    "ledgered parts",
+    "attempts",
     "external anchors",
 )
 
@@ -213,8 +218,10 @@ def test_i_raw_runs_committed_off_the_seal_line(sealed):
     sealed.git("merge", "-q", "--no-edit", "-m", "Merge pre-seal runs", "pre-seal")
     sealed.publish()  # the published manifest lists the merged part: only the order is wrong
     a = sealed.audit()
-    _only_failing(a, "seal precedes runs")
+    # ... and no run wrote it: the ledger knows only the parts of the sealed run
+    _only_failing(a, "seal precedes runs", "ledgered parts")
     assert f"raw runs committed in {side[:12]}" in a.detail("seal precedes runs")
+    assert "was written by no ledgered run" in a.detail("ledgered parts")
 
 
 def test_j_result_json_missing(sealed):
@@ -261,8 +268,10 @@ def test_l_rows_claim_an_earlier_seal_that_sealed_another_rubric(sealed):
     sealed.commit("Re-seal (after the runs)", "rubric.lock", "data", "results")
     sealed.publish()
     a = sealed.audit()
-    _only_failing(a, "seal precedes runs")
+    # the relabelled parts are no longer the bytes their run wrote: the ledger says so too
+    _only_failing(a, "seal precedes runs", "ledgered parts")
     assert f"not sealed in {sealed.seal_commit[:12]}" in a.detail("seal precedes runs")
+    assert "differs from the ledger (edited or swapped)" in a.detail("ledgered parts")
 
 
 def test_audit_without_a_project_is_a_user_error(tmp_path):

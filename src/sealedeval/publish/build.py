@@ -63,8 +63,16 @@ def read_docs(cfg: Config) -> dict[str, dict[str, Any]]:
     return {n: ensure_analysis(cfg, n) for n in names}
 
 
-def assemble(cfg: Config, docs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
-    """(result.json text, report.md text) from the suites' analysis documents."""
+def assemble(
+    cfg: Config,
+    docs: Mapping[str, Mapping[str, Any]],
+    *,
+    environment: Mapping[str, str] | None = None,
+) -> tuple[str, str]:
+    """(result.json text, report.md text) from the suites' analysis documents.
+
+    ``environment`` replaces the library versions of this process (the audit passes the ones a
+    result recorded, so a re-derivation on another machine compares numbers, not versions)."""
     from sealedeval.publish.report_md import render_report
 
     if not docs:
@@ -83,7 +91,7 @@ def assemble(cfg: Config, docs: Mapping[str, Mapping[str, Any]]) -> tuple[str, s
         "status": "pre-registered" if pre_registered else "not pre-registered",
         "rubric_lock_sha256": lock_doc["sha256"],
         "config": {"sources": list(cfg.sources), "sha256": cfg.sha256()},
-        "versions": versions(),
+        "versions": dict(environment) if environment is not None else versions(),
         "suite_sources": {n: dict(d.get("suite") or {}) for n, d in docs.items()},
         "engines": {k: json.loads(v) for k, v in sorted(identities.items())},
         "manifest": manifest(cfg.root),

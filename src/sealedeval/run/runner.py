@@ -142,8 +142,11 @@ def run_suite(
     max_part_rows: int = 8192,
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
+    allow_errors: bool = False,
 ) -> RunStats:
-    """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``)."""
+    """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``);
+    fail (``UserError``) when more calls ended in error than the engine's ``fail_on_error``
+    allows, unless ``allow_errors``."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
             cfg,
@@ -155,6 +158,7 @@ def run_suite(
             max_part_rows=max_part_rows,
             limit=limit,
             shard=shard,
+            allow_errors=allow_errors,
         )
 
 
@@ -169,6 +173,7 @@ def _run_suite(
     max_part_rows: int,
     limit: int | None,
     shard: tuple[int, int] | None,
+    allow_errors: bool,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
@@ -243,7 +248,27 @@ def _run_suite(
     write_text_atomic(out_dir / marker_name(shard), dumps(marker))
     if stats.bugs:
         raise stats.bugs[0]
+    if not allow_errors:
+        check_errors(stats, ecfg, suite_name)
     return stats
+
+
+def errors_allowed(made: int, threshold: float) -> float:
+    """How many errored calls ``fail_on_error`` tolerates out of ``made`` calls."""
+    return threshold * made if 0 < threshold < 1 else threshold
+
+
+def check_errors(stats: RunStats, ecfg: EngineConfig, suite: str) -> None:
+    """A run that ends with more errors than the engine's ``fail_on_error`` allows fails loudly
+    (exit 2, one line with the summary). Its rows are stored: a rerun retries the errored keys."""
+    made = stats.ok + stats.error
+    if stats.error and stats.error > errors_allowed(made, ecfg.fail_on_error):
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_kind.items()))
+        raise UserError(
+            f"{suite}/{ecfg.name}: {stats.error} of {made} calls ended in error after retries "
+            f"({kinds}), more than fail_on_error {ecfg.fail_on_error:g} allows; the rows are "
+            "stored: rerun to retry them, or pass --allow-errors"
+        )
 
 
 def _ledger(
