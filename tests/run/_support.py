@@ -45,6 +45,9 @@ def fake_engine_config(base_url: str, **over: Any) -> dict[str, Any]:
         "max_retries": 2,
         "backoff_base_s": 0.01,
         "backoff_max_s": 0.05,
+        # these tests plant failures and inspect the error rows: a run may end with any number
+        # of them (the default, 0, fails the run: tests/seal/test_seal_ledger.py tests that)
+        "fail_on_error": 1_000_000,
     }
     eng.update(over)
     return eng

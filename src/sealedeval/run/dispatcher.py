@@ -37,6 +37,7 @@ from sealedeval.run.solvers import CallFn, Solver, SolveResult, get_solver, sing
 __all__ = ["CallFn", "Dispatcher", "RunStats", "SolveResult", "Solver", "single_call"]
 from sealedeval.seal.lock import SealState
 from sealedeval.store.raw import RawWriter
+from sealedeval.store.schema import ROW_DEFAULTS
 
 
 @dataclass
@@ -106,40 +107,22 @@ class Dispatcher:
 
     def _row(self, req: Request, started: str, t0: float, attempts: int) -> dict[str, Any]:
         """A raw row (RAW_SCHEMA's columns) with the ok-row defaults; callers fill the rest."""
-        const = self._const
-        return {
-            "request_key": req.request_key,
-            "suite": req.suite,
-            "item_id": req.item_id,
-            "condition": req.condition,
-            "repeat": req.repeat,
-            "seed": req.seed,
-            "engine": const["engine"],
-            "engine_kind": const["engine_kind"],
-            "model": const["model"],
-            "engine_identity": const["engine_identity"],
-            "params": req.params_json,
-            "messages": req.messages_json,
-            "response": "",
-            "output_text": "",
-            "trajectory": "[]",
-            "finish_reason": "",
-            "engine_path": "",
-            "tokens_in": 0,
-            "tokens_out": 0,
-            "cost_usd": 0.0,
-            "latency_s": round(time.perf_counter() - t0, 6),
-            "started_at": started,
-            "finished_at": now_iso(),
-            "attempts": attempts,
-            "status": "ok",
-            "error_kind": "",
-            "error_message": "",
-            "rubric_sha256": const["rubric_sha256"],
-            "seal_commit": const["seal_commit"],
-            "sealed": const["sealed"],
-            "harness_version": const["harness_version"],
-        }
+        row = dict(ROW_DEFAULTS)
+        row.update(self._const)
+        row["request_key"] = req.request_key
+        row["suite"] = req.suite
+        row["item_id"] = req.item_id
+        row["condition"] = req.condition
+        row["repeat"] = req.repeat
+        row["seed"] = req.seed
+        row["params"] = req.params_json
+        row["messages"] = req.messages_json
+        row["latency_s"] = round(time.perf_counter() - t0, 6)
+        row["started_at"] = started
+        row["finished_at"] = now_iso()
+        row["attempts"] = attempts
+        row["status"] = "ok"
+        return row
 
     async def _one(self, req: Request, stats: RunStats) -> None:
         attempts = Attempts()

@@ -7,89 +7,62 @@ bytes an engine returned are kept exactly as received. Nothing here may hold a s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-RAW_SCHEMA = pa.schema(
-    [
-        ("request_key", pa.string()),
-        ("suite", pa.string()),
-        ("item_id", pa.string()),
-        ("condition", pa.string()),
-        ("repeat", pa.int32()),
-        ("seed", pa.int64()),
-        ("engine", pa.string()),
-        ("engine_kind", pa.string()),
-        ("model", pa.string()),
-        ("engine_identity", pa.string()),
-        ("params", pa.string()),
-        ("messages", pa.string()),
-        ("response", pa.string()),
-        ("output_text", pa.string()),
-        ("trajectory", pa.string()),
-        ("finish_reason", pa.string()),
-        ("engine_path", pa.string()),
-        ("tokens_in", pa.int64()),
-        ("tokens_out", pa.int64()),
-        ("cost_usd", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("started_at", pa.string()),
-        ("finished_at", pa.string()),
-        ("attempts", pa.int32()),
-        ("status", pa.string()),
-        ("error_kind", pa.string()),
-        ("error_message", pa.string()),
-        ("rubric_sha256", pa.string()),
-        ("seal_commit", pa.string()),
-        ("sealed", pa.bool_()),
-        ("harness_version", pa.string()),
-    ]
+_REQUIRED: Any = object()
+
+RAW_COLUMNS: tuple[tuple[str, pa.DataType, Any], ...] = (
+    # (name, Arrow type, default for a row that does not set it; _REQUIRED: always set)
+    ("request_key", pa.string(), _REQUIRED),
+    ("suite", pa.string(), _REQUIRED),
+    ("item_id", pa.string(), _REQUIRED),
+    ("condition", pa.string(), _REQUIRED),
+    ("repeat", pa.int32(), _REQUIRED),
+    ("seed", pa.int64(), _REQUIRED),
+    ("engine", pa.string(), _REQUIRED),
+    ("engine_kind", pa.string(), _REQUIRED),
+    ("model", pa.string(), _REQUIRED),
+    ("engine_identity", pa.string(), _REQUIRED),
+    ("params", pa.string(), _REQUIRED),
+    ("messages", pa.string(), _REQUIRED),
+    ("response", pa.string(), ""),
+    ("output_text", pa.string(), ""),
+    ("trajectory", pa.string(), "[]"),
+    ("finish_reason", pa.string(), ""),
+    ("engine_path", pa.string(), ""),
+    ("tokens_in", pa.int64(), 0),
+    ("tokens_out", pa.int64(), 0),
+    ("cost_usd", pa.float64(), 0.0),
+    ("latency_s", pa.float64(), 0.0),
+    ("started_at", pa.string(), _REQUIRED),
+    ("finished_at", pa.string(), _REQUIRED),
+    ("attempts", pa.int32(), 1),
+    ("status", pa.string(), _REQUIRED),
+    ("error_kind", pa.string(), ""),
+    ("error_message", pa.string(), ""),
+    ("rubric_sha256", pa.string(), _REQUIRED),
+    ("seal_commit", pa.string(), _REQUIRED),
+    ("sealed", pa.bool_(), _REQUIRED),
+    ("harness_version", pa.string(), _REQUIRED),
 )
+"""The one list of raw-row fields: the Parquet schema and the defaults derive from it, so a
+writer (the dispatcher, an importer) names only what it knows."""
+
+RAW_SCHEMA = pa.schema([(name, typ) for name, typ, _ in RAW_COLUMNS])
+ROW_DEFAULTS: dict[str, Any] = {n: d for n, _, d in RAW_COLUMNS if d is not _REQUIRED}
+REQUIRED_COLUMNS = tuple(n for n, _, d in RAW_COLUMNS if d is _REQUIRED)
 
 STATUSES = ("ok", "error", "refused")
 ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed", "truncated", "refused")
 
 
-@dataclass
-class RawRow:
-    """A raw row in Python form; ``to_dict`` matches RAW_SCHEMA column for column."""
-
-    request_key: str
-    suite: str
-    item_id: str
-    condition: str
-    repeat: int
-    seed: int
-    engine: str
-    engine_kind: str
-    model: str
-    engine_identity: str
-    params: str
-    messages: str
-    status: str
-    started_at: str
-    finished_at: str
-    rubric_sha256: str
-    seal_commit: str
-    sealed: bool
-    harness_version: str
-    response: str = ""
-    output_text: str = ""
-    trajectory: str = "[]"
-    finish_reason: str = ""
-    engine_path: str = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    attempts: int = 1
-    error_kind: str = ""
-    error_message: str = ""
-    _extra: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("_extra")
-        return d
+def raw_row(**fields: Any) -> dict[str, Any]:
+    """A raw row with RAW_SCHEMA's columns: the defaults, then ``fields``; a required column
+    missing or an unknown one is a programming error."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in fields]
+    unknown = [c for c in fields if c not in RAW_SCHEMA.names]
+    if missing or unknown:
+        raise ValueError(f"raw row: missing {missing}, unknown {unknown}")
+    return {**ROW_DEFAULTS, **fields}
