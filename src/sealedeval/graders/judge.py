@@ -19,7 +19,6 @@ a judge that always picks A scores 50% on any balanced pairing.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.graders.base import Grade, grader
+from sealedeval.graders.jsonparse import loads_object
 
 PASS, FAIL, UNPARSED = "PASS", "FAIL", "UNPARSED"
 _VERDICT = re.compile(r"\b(PASS|FAIL)(?:ED|ES|S)?\b", re.IGNORECASE)
@@ -60,11 +60,9 @@ def response_format(kind: str) -> dict[str, Any]:
 
 
 def _json_field(text: str, key: str) -> str | None:
-    try:
-        doc = json.loads(text)
-    except (TypeError, ValueError):
-        return None
-    v = doc.get(key) if isinstance(doc, dict) else None
+    """The contract's string field when the whole reply is one JSON object, else None."""
+    doc = loads_object(text)
+    v = doc.get(key) if doc is not None else None
     return v if isinstance(v, str) else None
 
 

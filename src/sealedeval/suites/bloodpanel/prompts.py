@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from sealedeval.graders.jsonparse import fenced_blocks, loads_object
 from sealedeval.suites.bloodpanel.cases import Case
 from sealedeval.suites.bloodpanel.layout import LAYOUT, SECTION_CODES
 from sealedeval.suites.bloodpanel.matching import normalize, term_matcher
@@ -193,32 +194,27 @@ def leak_check(case: Case, msgs: Sequence[Mapping[str, Any]]) -> None:
         raise ValueError(f"bloodpanel case {case.case_id}: prompt leaks " + ", ".join(leaks))
 
 
-_FENCE: Final = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-
-
 def parse_report(text: str) -> dict[str, Any] | None:
     """The JSON object in an engine's answer, or None.
 
     Tolerates code fences (```json … ```), prose before or after the object, a UTF-8 BOM and
     raw control characters (newlines, tabs) inside strings;
     returns None (never raises) for anything that is not one JSON object, so a malformed
-    answer is graded as such instead of crashing the run.
+    answer is graded as such instead of crashing the run. Decoding and fences are the shared
+    ``graders.jsonparse`` pieces; the order of candidates is this suite's sealed rule.
     """
     if not isinstance(text, str):
         return None
     s = text.lstrip("\ufeff").strip()
     candidates = [s]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(s)]
+    candidates += [b.strip() for b in fenced_blocks(s, languages="json|JSON|")]
     first, last = s.find("{"), s.rfind("}")
     if 0 <= first < last:
         candidates.append(s[first : last + 1])
     for c in candidates:
-        try:
-            # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets
-            # the embedded model write one) is formatting, not a different answer.
-            obj = json.loads(c, strict=False)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(obj, dict):
+        # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets
+        # the embedded model write one) is formatting, not a different answer.
+        obj = loads_object(c, strict=False)
+        if obj is not None:
             return obj
     return None

@@ -239,6 +239,7 @@ class BloodpanelSuite:
             "data/bloodpanel/curated.yaml",
             "data/bloodpanel/SEALED_RULE.md",
             *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
+            "pkg:sealedeval/graders/jsonparse.py",  # the shared JSON reader parse_report uses
         ]
 
     # -- items ---------------------------------------------------------------------------------

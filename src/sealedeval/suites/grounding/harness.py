@@ -193,6 +193,7 @@ class GroundingSuite:
         return [
             "data/grounding/spec.md",
             "data/grounding/README.md",
+            "pkg:sealedeval/graders/jsonparse.py",  # the shared JSON reader of the contract
             f"{pkg}/__init__.py",
             f"{pkg}/analysis.py",
             f"{pkg}/catalog.py",
