@@ -1,0 +1,121 @@
+"""Grading a ``tasks`` suite: one graded row per answer row × configured grader.
+
+Each row carries the base columns (``stages.grade.BASE_COLUMNS``) with ``grader`` = the kind's
+name and ``grader_version`` = its version, plus ``grader_id`` (the label, or the name), the
+``answer`` text, ``cluster`` (the ``cluster_by`` value, when set) and ``details`` = the kind's
+details with the grader's full parameters under ``params``.
+
+The *primary* grader (``analysis.primary``, default the first) decides the answer's
+``category``, written on every grader's row of that answer: ``correct`` when it passes; else
+``abstained`` when ``abstention: category``, the item is answerable (column ``answerable``,
+default true) and the answer is an explicit abstention (``graders.abstention.is_abstention``);
+else ``wrong``. An errored or refused call is ``error`` (never a model failure), and so is an
+answer whose primary grader is a judge with no verdict stored yet. Judge calls get no graded
+rows of their own: their replies are read into the ``judge`` grader's rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sealedeval.graders.abstention import is_abstention
+from sealedeval.graders.base import Grade
+from sealedeval.graders.kinds import verdict as jv
+from sealedeval.suites.tasks.data import Data, answerable
+from sealedeval.suites.tasks.plan import ANSWER, parse_judge_condition
+
+CORRECT, WRONG, ABSTAINED, ERROR = "correct", "wrong", "abstained", "error"
+
+
+def judge_replies(
+    rows: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str, str, int], dict[str, str]]:
+    """(grader id, answering engine, item, repeat) → {order: reply} from ok judge rows."""
+    out: dict[tuple[str, str, str, int], dict[str, str]] = defaultdict(dict)
+    for r in rows:
+        parsed = parse_judge_condition(str(r["condition"]))
+        if parsed is None or parsed[1] != "answers" or r["status"] != "ok":
+            continue
+        gid, _, eng, order = parsed
+        out[(gid, eng, str(r["item_id"]), int(r["repeat"]))][order] = str(r["output_text"] or "")
+    return out
+
+
+def category(passed: bool, answer: str, *, mode: str | None, can_answer: bool) -> str:
+    if passed:
+        return CORRECT
+    if mode == "category" and can_answer and is_abstention(answer):
+        return ABSTAINED
+    return WRONG
+
+
+def grade_rows(
+    data: Data, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    spec = data.spec
+    by_id = {str(i["id"]): i for i in items}
+    replies = judge_replies(rows)
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        if r["condition"] != ANSWER:
+            continue
+        item = by_id.get(str(r["item_id"]))
+        if item is None:  # an item a smaller ``limit`` no longer selects
+            continue
+        base = {
+            "request_key": r["request_key"],
+            "engine": r["engine"],
+            "item_id": r["item_id"],
+            "condition": r["condition"],
+            "repeat": int(r["repeat"]),
+            "status": r["status"],
+        }
+        if spec.cluster_by is not None:
+            base["cluster"] = str(item.get(spec.cluster_by))
+        ok = r["status"] == "ok"
+        answer = str(r["output_text"] or "") if ok else ""
+        view = data.view(item)
+        grades: dict[str, Grade] = {}
+        if ok:
+            for g in spec.graders:
+                v = view
+                if g.name == "judge":
+                    got = replies.get((g.id, str(r["engine"]), str(r["item_id"]), int(r["repeat"])))
+                    orders = jv.orders(g.params)
+                    v = view | {"judge_replies": [(got or {}).get(o) for o in orders]}
+                grades[g.id] = data.graders[g.id](v, answer)
+        if not ok:
+            cat = ERROR
+        else:
+            prim = grades[spec.primary]
+            if spec.grader(spec.primary).name == "judge" and jv.MISSING in prim.details.get(
+                "verdicts", []
+            ):
+                cat = ERROR
+            else:
+                cat = category(
+                    prim.passed, answer, mode=spec.abstention, can_answer=answerable(item)
+                )
+        for g in spec.graders:
+            res = grades.get(g.id)
+            details: dict[str, Any] = {"params": g.params}
+            if res is None:
+                details["error"] = str(r.get("error_kind") or r["status"])
+            else:
+                details.update(res.details)
+            out.append(
+                base
+                | {
+                    "grader": g.name,
+                    "grader_version": g.version,
+                    "grader_id": g.id,
+                    "score": float(res.score) if res is not None else 0.0,
+                    "passed": bool(res.passed) if res is not None else False,
+                    "category": cat,
+                    "details": details,
+                    "answer": answer,
+                }
+            )
+    return out

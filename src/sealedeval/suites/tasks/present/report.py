@@ -1,0 +1,301 @@
+"""A ``tasks`` suite's part of report.md, from its result.json section alone.
+
+Completeness per engine; the headline table (accuracy with its Wilson interval, the rate with
+errors counted as failures, mean over repeats, cost and latency per solved item); the paired
+comparisons and pre-registered hypotheses; judges; every metric with its interval, method and
+denominators (the same table publish renders for any suite); and the item-level table: each
+item's verdict per engine (passed repeats / completed repeats), up to ``MAX_ITEMS`` rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sealedeval.render.md import num, rate_ci, table
+
+MAX_ITEMS = 200
+
+
+def _ci(lo: Any, hi: Any) -> str:
+    if lo is None or hi is None:
+        return "-"
+    return f"[{num(lo)}, {num(hi)}]"
+
+
+def _groups(m: Mapping[str, Any]) -> str:
+    g = m.get("groups") or {}
+    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
+
+
+def _money(x: Any) -> str:
+    return "n/a" if x is None else f"${float(x):.6f}"
+
+
+def _seconds(x: Any) -> str:
+    return "n/a" if x is None else f"{float(x):.3f} s"
+
+
+def _completeness(section: Mapping[str, Any]) -> list[str]:
+    counts = (section.get("seal") or {}).get("counts") or {}
+    if not counts:
+        return []
+    return [
+        table(
+            ["engine", "requests", "ok", "error", "missing", "state"],
+            [
+                [
+                    e,
+                    c["requests"],
+                    c["ok"],
+                    c["error"],
+                    c["missing"],
+                    "complete" if c["complete"] else "INCOMPLETE",
+                ]
+                for e, c in counts.items()
+            ],
+        ),
+        "",
+    ]
+
+
+def _headline(a: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for name, e in (a.get("engines") or {}).items():
+        if "accuracy" not in e:
+            continue
+        rep = e.get("repeats") or {}
+        mean = rep.get("mean_over_answers") or {}
+        cost = e.get("cost") or {}
+        rows.append(
+            [
+                name,
+                rate_ci(e["accuracy"]),
+                rate_ci(e["accuracy_errors_as_failures"]),
+                f"{num(mean.get('estimate'))} {_ci(mean.get('lo'), mean.get('hi'))}"
+                if mean
+                else "-",
+                f"{e['n_items_ok']} / {e['n_items_error']}",
+                _money(cost.get("cost_per_solved_item_usd")),
+                _seconds(cost.get("latency_per_solved_item_s")),
+            ]
+        )
+    if not rows:
+        return []
+    d = a.get("design") or {}
+    return [
+        f"Primary grader `{d.get('primary')}`; repeats reduced per item by "
+        f"`{d.get('reduce')}`; {d.get('repeats')} repeat(s) at temperature "
+        f"{d.get('temperature')}; solver `{d.get('solver')}`.",
+        "",
+        table(
+            [
+                "engine",
+                "accuracy (items, Wilson 95%)",
+                "errors as failures",
+                "mean over repeats",
+                "items ok / error",
+                "cost per solved item",
+                "latency per solved item",
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
+def _comparisons(a: Mapping[str, Any]) -> list[str]:
+    cs = a.get("comparisons") or []
+    out: list[str] = []
+    if cs:
+        out += [
+            "### Paired comparisons",
+            "",
+            table(
+                [
+                    "a",
+                    "b",
+                    "items",
+                    "a better",
+                    "b better",
+                    "difference a − b (95%)",
+                    "sign test p",
+                ],
+                [
+                    [
+                        c["a"],
+                        c["b"],
+                        c["n_items"],
+                        c["a_better"],
+                        c["b_better"],
+                        f"{num(c['difference'])} {_ci(c['lo'], c['hi'])}",
+                        num(c["p"], 4),
+                    ]
+                    for c in cs
+                ],
+            ),
+            "",
+        ]
+    hs = a.get("hypotheses") or []
+    if hs:
+        out += [
+            "### Pre-registered hypotheses",
+            "",
+            table(
+                ["id", "hypothesis", "items", "p", "p adjusted", "alpha", "result"],
+                [
+                    [
+                        h["id"],
+                        f"{h['a']} {_DIRECTION[h['direction']]} {h['b']}",
+                        h["n_items"],
+                        num(h["p"], 4),
+                        f"{num(h['p_adjusted'], 4)} ({h['correction']})",
+                        num(h["alpha"]),
+                        "rejected H0" if h["rejected"] else "not rejected",
+                    ]
+                    for h in hs
+                ],
+            ),
+            "",
+        ]
+    return out
+
+
+_DIRECTION = {"greater": "better than", "less": "worse than", "two-sided": "differs from"}
+
+
+def _judges(a: Mapping[str, Any]) -> list[str]:
+    js = a.get("judges") or {}
+    if not js:
+        return []
+    out = ["### Judges", ""]
+    rows = []
+    for gid, j in js.items():
+        for eng, s in (j.get("answers") or {}).items():
+            oc = s.get("order_consistent")
+            rows.append(
+                [
+                    gid,
+                    j["engine"],
+                    eng,
+                    rate_ci(s["pass"]),
+                    s["n_missing"],
+                    rate_ci(oc) if oc else "-",
+                    num(s.get("kappa_with_primary")),
+                ]
+            )
+    out += [
+        table(
+            [
+                "grader",
+                "judge",
+                "answers of",
+                "judge PASS",
+                "no verdict",
+                "order consistent",
+                "κ with primary",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    cal_rows = []
+    for gid, j in js.items():
+        for variant, c in ((j.get("calibration") or {}).get("variants") or {}).items():
+            cal_rows.append(
+                [gid, j["engine"], variant, c["n"], num(c["agreement"]), num(c["kappa"])]
+            )
+    if cal_rows:
+        out += [
+            "Calibration against the human labels:",
+            "",
+            table(["grader", "judge", "order", "labels", "agreement", "Cohen's κ"], cal_rows),
+            "",
+        ]
+    return out
+
+
+def _metrics(a: Mapping[str, Any]) -> list[str]:
+    ms = a.get("metrics") or []
+    if not ms:
+        return ["No metrics were reported.", ""]
+    return [
+        "### Metrics",
+        "",
+        table(
+            [
+                "metric",
+                "groups",
+                "estimate",
+                "95% interval",
+                "method",
+                "n ok",
+                "n error",
+                "n total",
+                "unit",
+            ],
+            [
+                [
+                    m["metric"],
+                    _groups(m),
+                    num(m["estimate"]),
+                    _ci(m["lo"], m["hi"]),
+                    m["method"],
+                    m["n_ok"],
+                    m["n_error"],
+                    m["n_total"],
+                    m["unit"],
+                ]
+                for m in ms
+            ],
+        ),
+        "",
+        "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
+        "failures, counted and never graded as model failures.",
+        "",
+    ]
+
+
+def _cell(v: Mapping[str, Any] | None) -> str:
+    if not v or not v.get("n"):
+        return "error"
+    passed = "pass" if v.get("passed") else "fail"
+    n = int(v["n"])
+    if n == 1:
+        return passed
+    return f"{passed} ({round(float(v['mean']) * n)}/{n})"
+
+
+def _items(a: Mapping[str, Any]) -> list[str]:
+    items = a.get("items") or {}
+    if not items:
+        return []
+    engines = sorted({e for row in items.values() for e in row})
+    ids = list(items)
+    out = [
+        "### Items",
+        "",
+        table(
+            ["item", *engines],
+            [[i, *(_cell(items[i].get(e)) for e in engines)] for i in ids[:MAX_ITEMS]],
+        ),
+        "",
+    ]
+    if len(ids) > MAX_ITEMS:
+        out += [
+            f"The first {MAX_ITEMS} of {len(ids)} items; every graded row is in the scorecard CSV.",
+            "",
+        ]
+    return out
+
+
+def render(name: str, section: Mapping[str, Any]) -> str:
+    a = section.get("analysis") or {}
+    out = [f"## {name}", ""]
+    out += _completeness(section)
+    out += _headline(a)
+    out += _comparisons(a)
+    out += _judges(a)
+    out += _metrics(a)
+    out += _items(a)
+    return "\n".join(out)
