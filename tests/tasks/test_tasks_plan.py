@@ -139,7 +139,8 @@ def test_files_render_into_templates(tmp_path: Path) -> None:
 def test_self_consistency_votes_the_modal_answer(tmp_path: Path) -> None:
     suite, cfg = _suite(tmp_path, solver="self_consistency", samples=5, temperature=0.9)
     [req, *_] = suite.requests(cfg, suite.generate(cfg, 1), CHAT, "m", 1)
-    assert req.solver == "self_consistency" and req.params["self_consistency"] == {"samples": 5}
+    assert req.solver == "self_consistency"
+    assert req.params["self_consistency"] == {"samples": 5, "keep_truncated": True}
     replies = iter(["5", "6", " 5.", "7", "5"])
     sent: list[dict[str, Any]] = []
 
@@ -332,3 +333,38 @@ def test_agent_reads_the_files_through_tools_end_to_end(
     section = json.loads((root / "results/result.json").read_text())["suites"]["arith"]
     [acc] = [m for m in section["analysis"]["metrics"] if m["metric"] == "accuracy"]
     assert acc["estimate"] == 1.0
+
+
+def test_a_reply_cut_at_max_tokens_is_an_answer_unless_configured_otherwise(
+    tmp_path: Path,
+) -> None:
+    from sealedeval.engines.base import EngineError
+    from sealedeval.suites.tasks.solvers import tasks_answer
+
+    suite, cfg = _suite(tmp_path)
+    [req, *_] = suite.requests(cfg, suite.generate(cfg, 1), CHAT, "m", 1)
+    assert req.solver == "tasks_answer"
+    body = {"usage": {"prompt_tokens": 7, "completion_tokens": 16}}
+
+    async def cut(r: Request) -> Completion:
+        raise EngineError("truncated", "length", response=body, output_text="To find 9 times")
+
+    res: SolveResult = asyncio.run(tasks_answer(None, req, cut))  # type: ignore[arg-type]
+    assert (res.completion.output_text, res.completion.finish_reason) == (
+        "To find 9 times",
+        "length",
+    )
+    assert (res.completion.tokens_in, res.completion.tokens_out) == (7, 16)
+
+    async def down(r: Request) -> Completion:
+        raise EngineError("server", "503")
+
+    with pytest.raises(EngineError, match="503"):  # other errors stay errors (and are retried)
+        asyncio.run(tasks_answer(None, req, down))  # type: ignore[arg-type]
+    strict, _ = _suite(tmp_path, truncated="error")
+    assert strict.requests(cfg, strict.generate(cfg, 1), CHAT, "m", 1)[0].solver == "single"
+    sc, _ = _suite(tmp_path, solver="self_consistency", samples=3)
+    [r3, *_] = sc.requests(cfg, sc.generate(cfg, 1), CHAT, "m", 1)
+    assert r3.params["self_consistency"] == {"samples": 3, "keep_truncated": True}
+    res = asyncio.run(self_consistency(None, r3, cut))  # type: ignore[arg-type]
+    assert res.completion.output_text == "To find 9 times" and res.tokens_out == 48

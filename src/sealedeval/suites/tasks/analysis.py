@@ -229,6 +229,9 @@ def _engine_entry(
     }
     cats = Counter(e.categories.get(str(r["request_key"]), ERROR) for r in e.rows)
     entry["categories"] = {c: cats.get(c, 0) for c in (CORRECT, WRONG, ABSTAINED, ERROR)}
+    entry["truncated_answers"] = sum(
+        1 for r in e.rows if r["status"] == "ok" and r.get("finish_reason") == "length"
+    )
     # repeats: mean over answers, per-repeat accuracy and spread, pass@k / pass^k
     repeats = int(spec.get("repeats", 1))
     n_answers_ok = sum(len(v) for v in prim.values())

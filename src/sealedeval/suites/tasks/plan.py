@@ -5,7 +5,9 @@ Conditions (the raw rows' ``condition``):
 * ``answer`` — item ``i`` answered ``repeats`` times (``repeat`` = 0..R-1) at ``temperature``,
   each with a fixed seed derived from the item's seed, the repeat and the optional suite
   ``seed``; by the configured solver (``single``: one call; ``agent``: the tool-using agent over
-  the ``files`` directory; ``self_consistency``: ``samples`` calls voted);
+  the ``files`` directory; ``self_consistency``: ``samples`` calls voted); with ``truncated:
+  answer`` (the default) a reply cut at ``max_tokens`` is kept as the answer
+  (``solvers.tasks_answer``), with ``error`` it is an error row;
 * ``judge/<grader>/calibration/<order>`` — a judge engine's verdicts on the human-labelled
   answers (phase 1: they need no answer);
 * ``judge/<grader>/answers/<engine>/<order>`` — phase 2: the judge grades every ok answer of
@@ -31,6 +33,7 @@ from sealedeval.graders.kinds import text_of
 from sealedeval.graders.kinds import verdict as jv
 from sealedeval.keys import derive_seed, keyed_request
 from sealedeval.suites.tasks.data import Data
+from sealedeval.suites.tasks.solvers import ANSWER as KEEP_TRUNCATED
 from sealedeval.suites.tasks.solvers import NAME as SELF_CONSISTENCY
 
 ANSWER = "answer"
@@ -128,14 +131,17 @@ def answer_requests(
             if rf is not None and solver != "agent":
                 params["response_format"] = rf
             req_item = dict(item)
-            name = "single"
+            name = KEEP_TRUNCATED if spec.keep_truncated else "single"
             if solver == "agent":
                 params["max_tokens"] = int((spec.get("agent") or {}).get("max_tokens", 128))
                 params["agent"] = agent
                 req_item["sandbox"] = dict(data.files)
                 name = "agent"
             elif solver == SELF_CONSISTENCY:
-                params[SELF_CONSISTENCY] = {"samples": spec.samples}
+                params[SELF_CONSISTENCY] = {
+                    "samples": spec.samples,
+                    "keep_truncated": spec.keep_truncated,
+                }
                 name = SELF_CONSISTENCY
             out.append(
                 keyed_request(

@@ -33,6 +33,7 @@ SEALED_KEYS = (
     "solver",
     "samples",
     "agent",
+    "truncated",
     "abstention",
     "cluster_by",
     "analysis",
@@ -107,6 +108,10 @@ class Spec:
         return int(self.section.get("samples", 1))
 
     @property
+    def keep_truncated(self) -> bool:
+        return str(self.section.get("truncated", "answer")) == "answer"
+
+    @property
     def files(self) -> str | None:
         f = self.section.get("files")
         return str(f) if f else None
@@ -154,13 +159,16 @@ class Spec:
     def sealed(self) -> dict[str, Any]:
         """The pre-registered part of the section (the document ``.sealedeval/tasks-<name>.json``
         holds): the sealed keys as configured, defaults applied, the graders with their kinds'
-        versions and full parameters, the analysis plan resolved (primary grader, comparisons,
-        hypotheses with their alpha)."""
+        versions and full parameters, the analysis plan resolved (primary grader, hypotheses
+        with their ids and alpha)."""
         body = {k: self.section[k] for k in SEALED_KEYS if k in self.section}
+        if self.solver != "agent":
+            body.pop("agent", None)  # defaults of a solver not used
         body["graders"] = [g.describe() for g in self.graders]
+        # ``comparisons: all`` stays as written: which engines run is a profile setting, so
+        # adding an engine adds comparisons without re-sealing; hypotheses name their engines
         body["analysis"] = dict(self.analysis) | {
             "primary": self.primary,
-            "comparisons": [list(p) for p in self.comparisons],
             "hypotheses": [
                 {"id": h.id, "a": h.a, "b": h.b, "direction": h.direction, "alpha": h.alpha}
                 for h in self.hypotheses
