@@ -227,3 +227,32 @@ def test_failure_mode_counts_abstentions_as_wrong(tmp_path: Path) -> None:
     suite, cfg, items = _suite(tmp_path, abstention="failure")
     rows = [_row("a", it["id"], 0, "I don't know.") for it in items]
     assert {g["category"] for g in suite.grade(cfg, items, rows)} == {"wrong"}
+
+
+def test_a_primary_judge_without_verdicts_grades_nothing(tmp_path: Path) -> None:
+    """Answers the judge has not graded yet are ungraded (error), never failures."""
+    suite, cfg, items = _suite(
+        tmp_path,
+        graders=[{"name": "judge", "engine": "b", "rubric": "Right number."}, {"name": "exact"}],
+    )
+    rows = [_row("a", it["id"], 0, str(it["target"])) for it in items]
+    judged = [
+        _row(
+            "b",
+            it["id"],
+            0,
+            '{"verdict": "PASS"}' if n % 2 else "FAIL",
+            condition="judge/judge/answers/a/candidate-last",
+        )
+        for n, it in enumerate(items[:6])
+    ]
+    graded = suite.grade(cfg, items, rows + judged)
+    cats = [g["category"] for g in graded if g["grader_id"] == "exact"]
+    assert cats == ["wrong", "correct"] * 3 + ["error"] * 6
+    a = suite.analyze(cfg, items, graded, rows + judged)
+    acc = _metric(a, "accuracy", engine="a")
+    assert (acc["estimate"], acc["n_ok"], acc["n_error"]) == (0.5, 6, 6)
+    jp = _metric(a, "judge_pass", grader="judge", judge="b", engine="a")
+    assert (jp["estimate"], jp["n_ok"], jp["n_error"]) == (0.5, 6, 6)
+    assert _metric(a, "pass_rate", engine="a", grader="exact")["estimate"] == 1.0
+    assert "b" not in {m["groups"].get("engine") for m in a["metrics"] if m["metric"] == "accuracy"}
