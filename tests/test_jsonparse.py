@@ -21,7 +21,7 @@ def test_loads_object_takes_one_object_only() -> None:
 def test_fenced_blocks_respect_the_language_pattern() -> None:
     text = '```json\n{"a": 1}\n``` and ```python\n{"b": 2}\n```'
     assert [b.strip() for b in fenced_blocks(text)] == ['{"a": 1}', '{"b": 2}']
-    assert [b.strip() for b in fenced_blocks(text, "json|JSON|")][0] == '{"a": 1}'
+    assert next(b.strip() for b in fenced_blocks(text, "json|JSON|")) == '{"a": 1}'
     assert fenced_blocks(text, "json|JSON|")[1].startswith("python")
 
 

@@ -20,6 +20,24 @@ def _cfg(args: argparse.Namespace) -> Config:
     return load_config(Path(args.root), args.config or [])
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from sealedeval.workflow.init import init_project
+
+    res = init_project(Path(args.dir), force=args.force)
+    for rel in res.written:
+        print(f"wrote {rel}")
+    for rel in res.kept:
+        print(f"kept your {rel} (differs from the template; not overwritten)")
+    if res.git_init:
+        print(f"git init {res.root}")
+    print("next:")
+    print(f"  cd {args.dir}")
+    print('  sealedeval seal && git add -A && git commit -m "Seal the rubric"')
+    print("  snakemake --cores 2")
+    print("  sealedeval audit")
+    return 0
+
+
 def cmd_seal(args: argparse.Namespace) -> int:
     from sealedeval.plugins import get_suite
     from sealedeval.seal import lock
@@ -331,6 +349,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="config file(s), merged in order (default: config/config.yaml)",
     )
     sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("init", help="create a new evaluation project in DIR")
+    s.add_argument("dir", metavar="DIR")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="add missing files to a non-empty DIR (never overwrites a file)",
+    )
+    s.set_defaults(fn=cmd_init)
 
     s = sub.add_parser("seal", parents=[common], help="hash the rubric inputs into rubric.lock")
     s.add_argument("--tsa", metavar="URL", help="store an RFC 3161 token for rubric.lock")

@@ -106,6 +106,18 @@ def hook(suite: object, name: str) -> Any:
     return fn if callable(fn) else None
 
 
+def presentation_hook(name: str, hook_name: str) -> Any:
+    """A presentation hook of the suite ``name``, or None: also None when the suite is not
+    installed here (a result from someone else's suite still renders, from its metrics)."""
+    from sealedeval.errors import UserError
+
+    try:
+        suite = suites.get(name)
+    except UserError:
+        return None
+    return hook(suite, hook_name)
+
+
 suites: Registry[Suite] = Registry("suite", group="sealedeval.suites")
 
 # The built-in suites, imported on first lookup only (start-up: a golden run never imports

@@ -42,8 +42,6 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "install",
             "--quiet",
             "--no-deps",
-            "--no-index",
-            "--no-build-isolation",
             "--target",
             str(target),
             str(build / "src"),

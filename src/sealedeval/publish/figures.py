@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.fsutil import write_bytes_atomic
-from sealedeval.plugins import get_suite, hook
+from sealedeval.plugins import presentation_hook
 from sealedeval.render.figures import FORMATS, FigureSpec, render_bytes
 
 FIGURES_DIR = Path("results/figures")
 
 
 def suite_specs(name: str, section: Mapping[str, Any]) -> list[FigureSpec]:
-    fn = hook(get_suite(name), "figures")
+    fn = presentation_hook(name, "figures")
     if fn is not None:
         return list(fn(section))
     from sealedeval.publish import generic

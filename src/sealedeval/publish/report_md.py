@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sealedeval.plugins import get_suite, hook
+from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic
 from sealedeval.publish.figures import specs, stem
 from sealedeval.render.figures import FigureSpec
@@ -18,7 +18,7 @@ from sealedeval.render.md import table
 
 
 def section_markdown(name: str, section: Mapping[str, Any]) -> str:
-    render = hook(get_suite(name), "report_sections")
+    render = presentation_hook(name, "report_sections")
     if render is not None:
         return str(render(section))
     return generic.report_section(name, section)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.plugins import get_suite, hook
+from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic
 from sealedeval.stages import artifacts
 
@@ -24,7 +24,7 @@ def build_scorecards(root: Path, result: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
-        fn = hook(get_suite(name), "scorecards")
+        fn = presentation_hook(name, "scorecards")
         files = fn(graded, section) if fn is not None else generic.scorecards(name, graded)
         for fname, text in files.items():
             if fname in out or "/" in fname:
