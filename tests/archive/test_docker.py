@@ -137,10 +137,19 @@ def _wheelhouse(dest: Path) -> Path:
     ``envs/install-llama.sh`` already built on this machine (its own pip cache, the portable
     AVX2 build; the same Debian release as the base)."""
     dest.mkdir()
-    env = {**os.environ, "LLAMA_PIP": "wheel",
-           "LLAMA_CPP_PYTHON_VERSION": _lock()["llama-cpp-python"]}
-    subprocess.run(["sh", str(REPO / "envs/install-llama.sh"), "-w", str(dest)], check=True,
-                   env=env, capture_output=True, text=True, timeout=1800)
+    env = {
+        **os.environ,
+        "LLAMA_PIP": "wheel",
+        "LLAMA_CPP_PYTHON_VERSION": _lock()["llama-cpp-python"],
+    }
+    subprocess.run(
+        ["sh", str(REPO / "envs/install-llama.sh"), "-w", str(dest)],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     return dest
 
 
