@@ -49,6 +49,8 @@ class Data:
     files: dict[str, str]
     graders: dict[str, Configured]
     labels: dict[str, list[Label]]
+    files_block: str = ""
+    """``{files}`` rendered once (every item's prompt shares it)."""
 
     def view(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """What graders see: the record with ``target`` = the target column's value."""
@@ -60,7 +62,7 @@ class Data:
         """What templates see: the record, and ``files`` rendered when the suite has files."""
         out = dict(item)
         if self.spec.files is not None:
-            out[templates.FILES] = templates.render_files(self.files)
+            out[templates.FILES] = self.files_block
         return out
 
     def user_prompt(self, item: Mapping[str, Any]) -> str:
@@ -342,4 +344,5 @@ def _load(spec: Spec, root: Path) -> Data:
     _check_columns(spec, table, items, where)
     files = _files(spec, root)
     labels = _labels(spec, root, where)
-    return Data(spec, table, items, where, prompt, system, files, graders, labels)
+    block = templates.render_files(files) if files else ""
+    return Data(spec, table, items, where, prompt, system, files, graders, labels, block)

@@ -13,6 +13,7 @@ generation parameters stay profile settings, as for every other suite.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -198,6 +199,8 @@ def _graders(name: str, section: Mapping[str, Any]) -> tuple[GraderEntry, ...]:
 def parse(name: str, section: Mapping[str, Any]) -> Spec:
     """The section checked (see the module docstring); one-line ``UserError`` otherwise."""
     key = f"suites.{name}"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise UserError(f"{key}: a tasks suite name is letters, digits, '_', '.' and '-'")
     for a, b in (("prompt", "prompt_file"), ("system", "system_file")):
         if a in section and b in section:
             raise UserError(f"{key}: give {a} or {b}, not both")
