@@ -189,7 +189,7 @@ COMMON_SUITE_KEYS = ("kind", "enabled", "engines", "shards")
 need not repeat them."""
 
 
-def _validate_suites(merged: dict[str, Any], where: str) -> None:
+def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = None) -> None:
     """Each suite's section against the suite's own schema (defaults applied from it)."""
     from sealedeval.plugins import configure, suite_config_schema
 
@@ -208,13 +208,16 @@ def _validate_suites(merged: dict[str, Any], where: str) -> None:
             validate(body, schema, f"{where}: suites.{name}")
             section = merged["suites"][name] = _apply_defaults(schema, body) | common
         if kind:
-            configure(name, section)
+            try:
+                configure(name, section, root)
+            except UserError as e:
+                raise UserError(f"{where}: {e}") from None
 
 
 def validate_workflow_config(config: dict[str, Any]) -> None:
     """For the Snakefile: the per-suite schemas, as ``load_config`` applies them (Snakemake's
     own ``validate`` checks the central schema). A violation stops the workflow at parse time."""
-    _validate_suites(config, "config")
+    _validate_suites(config, "config", Path("."))
 
 
 def load_config(
@@ -245,7 +248,7 @@ def load_config(
 
     for name, section in merged["engines"].items():
         check_engine(name, section, where)
-    _validate_suites(merged, where)
+    _validate_suites(merged, where, root)
     cfg = Config(root=root, data=merged, sources=tuple(sources))
     for suite in cfg.enabled_suites():
         for engine in cfg.suite(suite).get("engines", []):

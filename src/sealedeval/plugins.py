@@ -19,6 +19,7 @@ Registering a suite in another package (``pyproject.toml``)::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sealedeval.registry import Registry
@@ -130,21 +131,22 @@ for _name, _target in (
     suites.add_lazy(_name, _target)
 
 
-SuiteFactory = Callable[[str, Mapping[str, Any]], Suite]
+SuiteFactory = Callable[..., Suite]
 suite_kinds: Registry[SuiteFactory] = Registry("suite kind", group="sealedeval.suite_kinds")
-"""Suite *kinds*: factories ``(name, section) -> Suite`` for suites defined by config
+"""Suite *kinds*: factories ``(name, section, root=project) -> Suite`` for suites defined by config
 (``suites.<name>.kind: tasks``); the configured name is bound in ``suites`` by ``configure``."""
 suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks:TasksSuite")
 
 
-def configure(name: str, section: Mapping[str, Any]) -> None:
-    """Bind the configured suite ``name`` of ``section["kind"]`` (called when a config loads)."""
+def configure(name: str, section: Mapping[str, Any], root: Path | None = None) -> None:
+    """Bind the configured suite ``name`` of ``section["kind"]`` (called when a config loads);
+    ``root`` is the project the config belongs to (the suite's data paths are under it)."""
     from sealedeval.registry import EntryInfo
 
     kind = str(section["kind"])
     factory = suite_kinds.get(kind)
     kind_info = suite_kinds.info(kind)
-    obj = factory(name, section)
+    obj = factory(name, section, root=root if root is not None else Path("."))
     info = EntryInfo(
         name,
         source=kind_info.source,

@@ -16,24 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
-from sealedeval.render.md import num, table
+from sealedeval.render.md import table
+from sealedeval.render.metrics import groups_label, metric_table
 
 Section = Mapping[str, Any]
 
 
 def _metrics(section: Section) -> list[Mapping[str, Any]]:
     return list((section.get("analysis") or {}).get("metrics") or [])
-
-
-def _groups(m: Mapping[str, Any]) -> str:
-    g = m.get("groups") or {}
-    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
-
-
-def _interval(m: Mapping[str, Any]) -> str:
-    if m.get("lo") is None or m.get("hi") is None:
-        return "-"
-    return f"[{num(m['lo'])}, {num(m['hi'])}]"
 
 
 def report_section(name: str, section: Section) -> str:
@@ -62,35 +52,7 @@ def report_section(name: str, section: Section) -> str:
     if not metrics:
         out += ["No metrics were reported by this suite's analysis.", ""]
         return "\n".join(out)
-    out.append(
-        table(
-            [
-                "metric",
-                "groups",
-                "estimate",
-                "95% interval",
-                "method",
-                "n ok",
-                "n error",
-                "n total",
-                "unit",
-            ],
-            [
-                [
-                    m["metric"],
-                    _groups(m),
-                    num(m["estimate"]),
-                    _interval(m),
-                    m["method"],
-                    m["n_ok"],
-                    m["n_error"],
-                    m["n_total"],
-                    m["unit"],
-                ]
-                for m in metrics
-            ],
-        )
-    )
+    out.append(metric_table(metrics))
     out += [
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
@@ -118,7 +80,7 @@ def figure_specs(name: str, section: Section) -> list[FigureSpec]:
             if not ms:
                 no_data(ax, "no data")
                 return fig
-            labels = [_groups(m) for m in ms]
+            labels = [groups_label(m) for m in ms]
             values = [point(m["estimate"], m["lo"], m["hi"]) for m in ms]
             interval_bars(ax, labels, [(title, values)], horizontal=True)
             ax.set_title(f"{name}: {title}", fontsize="medium")

@@ -148,7 +148,21 @@ def rows_from_table(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Graded rows as they read back from the graded file."""
+    """Graded rows as they read back from the graded file.
+
+    When every row has every column and no column needs JSON (the usual case: scalars of one
+    type per column), the rows already are what reading the file gives back, so they are copied
+    instead of going through Arrow and back (a third of the whole build at 100k rows).
+    """
+    columns: dict[str, None] = {}
+    for g in graded:
+        for k in g:
+            columns.setdefault(k, None)
+    n = len(columns)
+    if all(len(g) == n for g in graded) and all(
+        _column_kind([g[c] for g in graded]) != "json" for c in columns
+    ):
+        return [{c: g[c] for c in columns} for g in graded]
     return rows_from_table(graded_table(graded))
 
 

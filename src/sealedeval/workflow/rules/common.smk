@@ -66,3 +66,13 @@ def suite_config(wildcards):
 
 def all_suite_configs(wildcards=None):
     return ",".join(f"{s}={suite_config_sha256(Config(Path('.'), config, ()), s)}" for s in SUITES)
+
+
+def run_after_markers(wildcards):
+    """Markers of the engines this engine's run must follow (a judge grades their answers:
+    the suite's optional ``run_after`` hook names them)."""
+    from sealedeval.plugins import get_suite, hook
+
+    fn = hook(get_suite(wildcards.suite), "run_after")
+    after = fn(wildcards.engine) if fn else []
+    return [m for e in after for m in _markers(wildcards.suite) if f"/{e}/_run" in m]

@@ -9,6 +9,7 @@ rule run:
     input:
         lock=ancient("rubric.lock"),
         suite_items="results/items/{suite}.parquet",
+        after=run_after_markers,
     output:
         "results/raw/{suite}/{engine}/_run.json",
     log:
@@ -29,6 +30,7 @@ rule run_shard:
     input:
         lock=ancient("rubric.lock"),
         suite_items="results/items/{suite}.parquet",
+        after=run_after_markers,
     output:
         "results/raw/{suite}/{engine}/_run.{shard}.json",
     log:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.md import num, rate_ci, table
+from sealedeval.render.metrics import metric_table
 
 MAX_ITEMS = 200
 
@@ -21,11 +22,6 @@ def _ci(lo: Any, hi: Any) -> str:
     if lo is None or hi is None:
         return "-"
     return f"[{num(lo)}, {num(hi)}]"
-
-
-def _groups(m: Mapping[str, Any]) -> str:
-    g = m.get("groups") or {}
-    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
 
 
 def _money(x: Any) -> str:
@@ -222,33 +218,7 @@ def _metrics(a: Mapping[str, Any]) -> list[str]:
     return [
         "### Metrics",
         "",
-        table(
-            [
-                "metric",
-                "groups",
-                "estimate",
-                "95% interval",
-                "method",
-                "n ok",
-                "n error",
-                "n total",
-                "unit",
-            ],
-            [
-                [
-                    m["metric"],
-                    _groups(m),
-                    num(m["estimate"]),
-                    _ci(m["lo"], m["hi"]),
-                    m["method"],
-                    m["n_ok"],
-                    m["n_error"],
-                    m["n_total"],
-                    m["unit"],
-                ]
-                for m in ms
-            ],
-        ),
+        metric_table(ms),
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
         "failures, counted and never graded as model failures.",
