@@ -73,6 +73,8 @@ def cmd_seal(args: argparse.Namespace) -> int:
         state = "published" if rec["published"] else "draft (publish it to anchor the seal)"
         print(f"zenodo pre-registration {rec['id']} {state}, DOI {rec['doi']} → {PREREG_NAME}")
         extra += f" {PREREG_NAME}"
+    if (root / ".sealedeval").is_dir():  # config-defined suites' sealed specs (kind: tasks)
+        extra += " .sealedeval"
     print(f"  git add {lock.LOCK_NAME}{extra} && git commit -m 'Seal rubric'")
     return 0
 
