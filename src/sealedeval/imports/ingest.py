@@ -1,0 +1,202 @@
+"""Harness-neutral part of an import: seal state, engine names, keys, writing and the ledger.
+
+Everything is read and checked before anything is written: a bad log stops the whole import
+with one line naming the file, and no part or ledger entry is left behind.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sealedeval.canonical import compact
+from sealedeval.config import Config
+from sealedeval.errors import UserError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def engine_name(model: str) -> str:
+    """A directory-safe engine name from a model name (``mockllm/model`` → ``mockllm-model``)."""
+    name = _UNSAFE.sub("-", model).strip("-.")
+    if not name:
+        raise UserError(f"model {model!r}: gives no usable engine name")
+    return name
+
+
+def suite_name(task: str) -> str:
+    """The default suite name from a harness task name (``pkg/arc_easy`` → ``arc_easy``)."""
+    return engine_name(task.rsplit("/", 1)[-1])
+
+
+def request_key(harness: str, task: str, sample_id: str, epoch: int, model: str) -> str:
+    """Stable key of one imported (sample, epoch): the same sample of the same task by the same
+    model is the same key in every log that holds it."""
+    body = {"harness": harness, "task": task, "sample": sample_id, "epoch": epoch, "model": model}
+    return hashlib.sha256(compact(body).encode()).hexdigest()
+
+
+def iso_utc(value: str | None, fallback: str) -> str:
+    """A log timestamp as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (the raw store's form)."""
+    if not value:
+        return fallback
+    t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Seal:
+    rubric_sha256: str
+    seal_commit: str
+    sealed: bool
+
+
+def seal_state(cfg: Config, suite: str) -> Seal:
+    """The suite's current seal when it is sealed and committed; else unsealed (``""``)."""
+    from sealedeval.plugins import get_suite
+    from sealedeval.seal import lock
+
+    cfg.suite(suite)  # a suite not in the config is a one-line error
+    try:
+        s = lock.check(cfg.root, suite, get_suite(suite).rubric_inputs())
+    except UserError:
+        return Seal("", "", False)
+    return Seal(s.rubric_sha256, s.seal_commit, s.sealed)
+
+
+@dataclass
+class Ingest:
+    """One log, read and converted, not yet written."""
+
+    path: Path
+    sha256: str
+    harness: str
+    harness_version: str
+    suite: str
+    engine: str
+    model: str
+    rows: list[dict[str, Any]]
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    path: Path
+    suite: str
+    engine: str
+    rows: int
+    ok: int
+    error: int
+    noop: bool
+
+
+def already_imported(root: Path, ing: Ingest) -> bool:
+    """The same bytes were imported into this suite/engine and their keys are all present."""
+    from sealedeval.store import ledger
+    from sealedeval.store.raw import raw_files, read_columns
+
+    seen = any(
+        e.get("kind") == "import"
+        and e.get("suite") == ing.suite
+        and e.get("engine") == ing.engine
+        and (e.get("source") or {}).get("sha256") == ing.sha256
+        for e in ledger.read(root)
+    )
+    if not seen:
+        return False
+    files = [f for f in raw_files(root, ing.suite) if f.parent.name == ing.engine]
+    present = set(read_columns(files, ["request_key"]).column("request_key").to_pylist())
+    return all(r["request_key"] in present for r in ing.rows)
+
+
+def write(cfg: Config, ing: Ingest) -> Outcome:
+    """Write the rows as parts and append the ledger entry (or nothing: a no-op re-import)."""
+    from sealedeval.fsutil import sha256_file
+    from sealedeval.run.dispatcher import now_iso
+    from sealedeval.stages.pipeline import suite_config_sha256
+    from sealedeval.store import ledger
+    from sealedeval.store.raw import RawWriter, raw_dir
+
+    ok = sum(1 for r in ing.rows if r["status"] == "ok")
+    if already_imported(cfg.root, ing):
+        return Outcome(ing.path, ing.suite, ing.engine, 0, 0, 0, True)
+    started = now_iso()
+    out_dir = raw_dir(cfg.root, ing.suite, ing.engine)
+    writer = RawWriter(out_dir, flush_rows=max(len(ing.rows), 1), flush_s=1e9)
+    try:
+        for r in ing.rows:
+            writer.append(r)
+    finally:
+        writer.close()
+    parts = [
+        {
+            "path": (out_dir / name).relative_to(cfg.root).as_posix(),
+            "sha256": sha256_file(out_dir / name),
+            "rows": n,
+        }
+        for name, n in writer.parts
+    ]
+    first = ing.rows[0] if ing.rows else {}
+    ledger.append(
+        cfg.root,
+        {
+            "kind": "import",
+            "suite": ing.suite,
+            "engine": ing.engine,
+            "model": ing.model,
+            "rubric_sha256": first.get("rubric_sha256", ""),
+            "seal_commit": first.get("seal_commit", ""),
+            "sealed": bool(first.get("sealed", False)),
+            "config_sha256": suite_config_sha256(cfg, ing.suite),
+            "shard": [0, 1],
+            "planned": len(ing.rows),
+            "planned_keys_sha256": ledger.keys_sha256([r["request_key"] for r in ing.rows]),
+            "parts": parts,
+            "ok": ok,
+            "error": len(ing.rows) - ok,
+            "skipped": 0,
+            "outcome": "done",
+            "harness": ing.harness,
+            "harness_version": ing.harness_version,
+            "source": {**ing.source, "path": ing.path.as_posix(), "sha256": ing.sha256},
+            "started_at": started,
+            "finished_at": now_iso(),
+        },
+    )
+    return Outcome(ing.path, ing.suite, ing.engine, len(ing.rows), ok, len(ing.rows) - ok, False)
+
+
+def write_all(cfg: Config, ingests: Sequence[Ingest]) -> list[Outcome]:
+    return [write(cfg, ing) for ing in ingests]
+
+
+def check_unique(ingests: Sequence[Ingest]) -> None:
+    """Two logs given at once that hold the same key would be two rows of one request."""
+    where: dict[str, Path] = {}
+    for ing in ingests:
+        for r in ing.rows:
+            k = r["request_key"]
+            if k in where and where[k] != ing.path:
+                raise UserError(
+                    f"{ing.path}: sample {r['item_id']} epoch {r['repeat'] + 1} of "
+                    f"{ing.model} is also in {where[k]}; import one of them"
+                )
+            where[k] = ing.path
+
+
+def ledger_sources(root: Path, suite: str) -> Mapping[str, list[str]]:
+    """engine → sha256 of every log imported into ``suite`` (for listings and tests)."""
+    from sealedeval.store import ledger
+
+    out: dict[str, list[str]] = {}
+    for e in ledger.read(root):
+        if e.get("kind") == "import" and e.get("suite") == suite:
+            out.setdefault(str(e["engine"]), []).append(str(e["source"]["sha256"]))
+    return out

@@ -1,0 +1,432 @@
+"""``ImportedSuite``: a suite whose rows come from another harness's logs (``kind: imported``).
+
+Its items are the imported samples; its requests are the imported keys (so planned-vs-present
+counts work); grading maps each row's harness scores to graded rows (one per scorer); the
+analysis is ours — accuracy per engine with a Wilson interval over samples (epochs reduced per
+sample), pass@k from epochs, the exact sign test of two engines on their shared samples — next
+to the harness's own headline (Inspect's ``results.scores[].metrics.accuracy``), with a flag
+where they differ.
+
+Sealed (``rubric_inputs``): the project files named in ``sources`` (the task definition and its
+data), the sealed part of the section (``.sealedeval/imported-<name>.json``) and the code that
+turns scores into numbers (this module, ``scores.py``, the shared statistics).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from sealedeval import stats
+from sealedeval.canonical import dumps
+from sealedeval.config import Config, EngineConfig
+from sealedeval.engines.base import Request
+from sealedeval.fsutil import write_text_atomic
+from sealedeval.imports import scores
+from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
+from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
+
+Row = Mapping[str, Any]
+SPEC_DIR = ".sealedeval"
+SEALED_KEYS = ("harness", "sources", "scorer", "threshold", "reduce", "comparisons", "tolerance")
+SOURCES = (
+    "pkg:sealedeval/imports/suite.py",
+    "pkg:sealedeval/imports/scores.py",
+    "pkg:sealedeval/imports/config.schema.yaml",
+)
+GRADER_VERSION = "1"
+
+
+def spec_relpath(name: str) -> str:
+    return f"{SPEC_DIR}/imported-{name}.json"
+
+
+def _response(row: Row) -> dict[str, Any]:
+    try:
+        doc = json.loads(str(row.get("response") or "{}"))
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _params(row: Row) -> dict[str, Any]:
+    try:
+        doc = json.loads(str(row.get("params") or "{}"))
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+class ImportedSuite:
+    """A suite of imported rows. ``root`` is the project root."""
+
+    def __init__(self, name: str, section: Mapping[str, Any], root: Path | str | None = None):
+        self.name = name
+        self.section = dict(section)
+        self.root = Path(root).resolve() if root is not None else Path.cwd().resolve()
+        self.threshold = float(self.section.get("threshold", 0.5))
+        self.reduce = str(self.section.get("reduce", "majority"))
+        self.tolerance = float(self.section.get("tolerance", 1e-9))
+
+    # -- the seal ---------------------------------------------------------------------------
+    def sealed_document(self) -> str:
+        return dumps({k: self.section.get(k) for k in SEALED_KEYS} | {"suite": self.name})
+
+    def rubric_inputs(self) -> list[str]:
+        path = self.root / spec_relpath(self.name)
+        text = self.sealed_document()
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            write_text_atomic(path, text)
+        out = [spec_relpath(self.name), *map(str, self.section.get("sources") or [])]
+        out += list(SOURCES)
+        out += ["pkg:sealedeval/suites/tasks/analysis.py", "pkg:sealedeval/stats/*.py"]
+        return list(dict.fromkeys(out))
+
+    # -- items and requests: what was imported ------------------------------------------------
+    def _rows(self, cfg: Config) -> list[Any]:
+        from sealedeval.store.raw import latest_records, raw_files
+
+        return latest_records(raw_files(cfg.root, self.name))
+
+    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+        items: dict[str, dict[str, Any]] = {}
+        for r in self._rows(cfg):
+            target = _response(r).get("target")
+            cur = items.setdefault(str(r["item_id"]), {"id": str(r["item_id"]), "target": None})
+            if cur["target"] is None and target is not None:
+                cur["target"] = target
+        return [items[k] for k in sorted(items)]
+
+    def requests(
+        self,
+        cfg: Config,
+        items: Sequence[Row],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+    ) -> list[Request]:
+        out = []
+        for r in self._rows(cfg):
+            if r["engine"] != engine.name:
+                continue
+            out.append(
+                Request(
+                    request_key=str(r["request_key"]),
+                    suite=self.name,
+                    item_id=str(r["item_id"]),
+                    condition=str(r["condition"]),
+                    repeat=int(r["repeat"]),
+                    seed=int(r["seed"]),
+                    messages=tuple(json.loads(str(r["messages"]) or "[]")),
+                    params={},
+                )
+            )
+        return out
+
+    def reference_answer(self, request: Request) -> str:
+        return ""
+
+    # -- grading: the harness's scores, one graded row per scorer ----------------------------
+    def scorers(self, rows: Sequence[Row]) -> list[str]:
+        names = {n for r in rows for n in (_response(r).get("scores") or {})}
+        return sorted(names)
+
+    def primary(self, rows: Sequence[Row]) -> str:
+        configured = self.section.get("scorer")
+        if configured:
+            return str(configured)
+        names = self.scorers(rows)
+        return names[0] if names else ""
+
+    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+        names = self.scorers(rows) or [""]
+        out = []
+        for r in rows:
+            doc = _response(r).get("scores") or {}
+            for name in names:
+                sc = doc.get(name) if r["status"] == "ok" else None
+                value = sc.get("value") if isinstance(sc, Mapping) else None
+                num = scores.to_float(value)
+                verdict = scores.passed(value, self.threshold) if sc is not None else None
+                status = str(r["status"]) if sc is not None or r["status"] != "ok" else "error"
+                out.append(
+                    {
+                        "request_key": str(r["request_key"]),
+                        "engine": str(r["engine"]),
+                        "item_id": str(r["item_id"]),
+                        "condition": str(r["condition"]),
+                        "repeat": int(r["repeat"]),
+                        "status": status,
+                        "grader": name,
+                        "grader_version": GRADER_VERSION,
+                        "score": num if num is not None else math.nan,
+                        "passed": bool(verdict),
+                        "category": (
+                            ("correct" if verdict else "wrong")
+                            if verdict is not None
+                            else str(r["error_kind"] or "unscored")
+                        ),
+                        "details": json.dumps(
+                            {
+                                "value": value,
+                                "answer": sc.get("answer") if isinstance(sc, Mapping) else None,
+                                "edited": bool(sc.get("edited"))
+                                if isinstance(sc, Mapping)
+                                else False,
+                            },
+                            sort_keys=True,
+                        ),
+                    }
+                )
+        return out
+
+    # -- analysis ----------------------------------------------------------------------------
+    def analyze(
+        self,
+        cfg: Config,
+        items: Sequence[Row],
+        graded: Sequence[Row],
+        rows: Sequence[Row],
+    ) -> dict[str, Any]:
+        primary = self.primary(rows)
+        by_engine: dict[str, list[Row]] = defaultdict(list)
+        for r in rows:
+            by_engine[str(r["engine"])].append(r)
+        harness = _headlines(rows)
+        engines: dict[str, Any] = {}
+        metrics: list[Metric] = []
+        outcomes: dict[str, dict[str, list[bool]]] = {}
+        for eng in sorted(by_engine):
+            mine = [g for g in graded if g["engine"] == eng]
+            entry, ms, outs = self._engine(eng, mine, by_engine[eng], harness.get(eng, []), primary)
+            engines[eng] = entry
+            metrics += ms
+            outcomes[eng] = outs
+        pairs = self.section.get("comparisons") or list(combinations(sorted(engines), 2))
+        comparisons = []
+        for a, b in pairs:
+            if a in outcomes and b in outcomes:
+                c = _paired(a, b, outcomes[a], outcomes[b], self.reduce)
+                comparisons.append(c)
+                g = {"a": a, "b": b, "scorer": primary}
+                n = int(c["n_items"])
+                metrics.append(
+                    metric(
+                        "difference",
+                        g,
+                        c["difference"],
+                        c["lo"],
+                        c["hi"],
+                        method="paired normal",
+                        n_total=n,
+                        n_ok=n,
+                        n_error=0,
+                        unit="sample",
+                    )
+                )
+                metrics.append(
+                    metric(
+                        "sign_test_p",
+                        g,
+                        c["p"],
+                        None,
+                        None,
+                        method="exact sign test",
+                        n_total=n,
+                        n_ok=n,
+                        n_error=0,
+                        unit="sample",
+                    )
+                )
+        mismatches = [
+            f"{eng}/{m['scorer']}: ours {m['ours']} vs {self.section.get('harness', 'inspect')} "
+            f"{m['harness']} (log {m['log'][:12]})"
+            for eng, e in engines.items()
+            for m in e["headline"]
+            if not m["match"]
+        ]
+        return {
+            "harness": self.section.get("harness", "inspect"),
+            "primary": primary,
+            "threshold": self.threshold,
+            "reduce": self.reduce,
+            "engines": engines,
+            "comparisons": comparisons,
+            "headline_match": not mismatches,
+            "headline_mismatches": mismatches,
+            "metrics": metrics,
+        }
+
+    def _engine(
+        self,
+        eng: str,
+        graded: Sequence[Row],
+        rows: Sequence[Row],
+        harness: Sequence[Mapping[str, Any]],
+        primary: str,
+    ) -> tuple[dict[str, Any], list[Metric], dict[str, list[bool]]]:
+        metrics: list[Metric] = []
+        per_scorer: dict[str, Any] = {}
+        headline = []
+        outcomes: dict[str, list[bool]] = {}
+        for name in sorted({str(g["grader"]) for g in graded}):
+            mine = sorted(
+                (g for g in graded if g["grader"] == name),
+                key=lambda g: (g["item_id"], g["repeat"]),
+            )
+            ok = [g for g in mine if g["status"] == "ok" and not math.isnan(float(g["score"]))]
+            values: dict[str, list[float]] = defaultdict(list)
+            verdicts: dict[str, list[bool]] = defaultdict(list)
+            for g in ok:
+                values[str(g["item_id"])].append(float(g["score"]))
+                verdicts[str(g["item_id"])].append(bool(g["passed"]))
+            errored = {str(g["item_id"]) for g in mine} - set(values)
+            means = {i: sum(v) / len(v) for i, v in values.items()}
+            ours = sum(means.values()) / len(means) if means else None
+            reduced = {i: reduce_outcomes(v, self.reduce) for i, v in verdicts.items()}
+            k, n = sum(reduced.values()), len(reduced)
+            g0 = {"engine": eng, "scorer": name}
+            metrics.append(rate_metric("accuracy", g0, k, n, n_error=len(errored), unit="sample"))
+            metrics.append(
+                metric(
+                    "mean_score",
+                    g0,
+                    ours,
+                    None,
+                    None,
+                    method="none (harness's estimator: mean over samples of the epoch mean)",
+                    n_total=n + len(errored),
+                    n_ok=n,
+                    n_error=len(errored),
+                    unit="sample",
+                )
+            )
+            epochs = max((len(v) for v in verdicts.values()), default=0)
+            passk = {}
+            if epochs > 1 and all(len(v) == epochs for v in verdicts.values()):
+                for kk in (1, epochs):
+                    passk[f"pass_at_{kk}"] = stats.mean_pass_at_k(verdicts, kk)
+                    passk[f"pass_hat_{kk}"] = stats.mean_pass_hat_k(verdicts, kk)
+                for key, val in passk.items():
+                    metrics.append(
+                        metric(
+                            key,
+                            g0,
+                            val,
+                            None,
+                            None,
+                            method="unbiased estimator",
+                            n_total=n,
+                            n_ok=n,
+                            n_error=0,
+                            unit="sample",
+                        )
+                    )
+            per_scorer[name] = {
+                "accuracy": rate(k, n),
+                "mean_score": ours,
+                "samples": n,
+                "samples_error": len(errored),
+                "epochs": epochs,
+                "epoch_spread": _spread(values),
+                **passk,
+            }
+            if name == primary:
+                outcomes = dict(verdicts)
+            for h in harness:
+                reported = (h["headline"].get(name) or {}).get("metrics", {}).get("accuracy")
+                if reported is None:
+                    continue
+                same = ours is not None and abs(float(reported) - ours) <= self.tolerance
+                headline.append(
+                    {
+                        "scorer": name,
+                        "ours": ours,
+                        "harness": reported,
+                        "match": same,
+                        "log": h["log_sha256"],
+                    }
+                )
+                metrics.append(
+                    metric(
+                        "harness_accuracy",
+                        g0 | {"log": h["log_sha256"][:12]},
+                        float(reported),
+                        None,
+                        None,
+                        method="reported by the harness",
+                        n_total=n + len(errored),
+                        n_ok=n,
+                        n_error=len(errored),
+                        unit="sample",
+                    )
+                )
+        entry = {
+            "model": str(rows[0]["model"]) if rows else "",
+            "harness_version": sorted({str(r["harness_version"]) for r in rows}),
+            "logs": [h["log_sha256"] for h in harness],
+            "scorers": per_scorer,
+            "headline": headline,
+            **status_counts(rows),
+        }
+        return entry, metrics, outcomes
+
+
+def _spread(values: Mapping[str, Sequence[float]]) -> float | None:
+    """Mean over samples of the standard deviation across epochs (None: one epoch)."""
+    sds = []
+    for v in values.values():
+        if len(v) > 1:
+            m = sum(v) / len(v)
+            sds.append(math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)))
+    return sum(sds) / len(sds) if sds else None
+
+
+def _headlines(rows: Sequence[Row]) -> dict[str, list[dict[str, Any]]]:
+    """engine → the headline of every distinct log its rows came from."""
+    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        p = _params(r)
+        sha = str(p.get("log_sha256", ""))
+        if sha and sha not in out[str(r["engine"])]:
+            out[str(r["engine"])][sha] = {"log_sha256": sha, "headline": p.get("headline") or {}}
+    return {e: [v[k] for k in sorted(v)] for e, v in out.items()}
+
+
+def _paired(
+    a: str, b: str, oa: Mapping[str, list[bool]], ob: Mapping[str, list[bool]], how: str
+) -> dict[str, Any]:
+    """The tasks suite's paired comparison on per-sample means of the verdicts."""
+    common = sorted(set(oa) & set(ob))
+    xa = [sum(oa[i]) / len(oa[i]) for i in common]
+    xb = [sum(ob[i]) / len(ob[i]) for i in common]
+    diffs = [x - y for x, y in zip(xa, xb, strict=True)]
+    n_pos, n_neg, p = stats.sign_test_items(diffs) if diffs else (0, 0, 1.0)
+    d = sum(diffs) / len(diffs) if diffs else None
+    se = stats.paired_se(xa, xb) if len(diffs) >= 2 else math.nan
+    lo = hi = None
+    if d is not None and math.isfinite(se):
+        lo, hi = d - stats.Z_95 * se, d + stats.Z_95 * se
+    ra = sum(reduce_outcomes(oa[i], how) for i in common)
+    rb = sum(reduce_outcomes(ob[i], how) for i in common)
+    return {
+        "a": a,
+        "b": b,
+        "n_items": len(common),
+        "a_accuracy": rate(ra, len(common)),
+        "b_accuracy": rate(rb, len(common)),
+        "a_better": n_pos,
+        "b_better": n_neg,
+        "ties": len(common) - n_pos - n_neg,
+        "difference": d,
+        "se": se if math.isfinite(se) else None,
+        "lo": lo,
+        "hi": hi,
+        "p": p,
+        "test": "exact two-sided sign test on the samples' score differences",
+    }
