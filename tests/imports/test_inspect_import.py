@@ -180,6 +180,8 @@ def test_two_models_import_publish_audit(sealed: Path, capsys: pytest.CaptureFix
     report = capsys.readouterr().out
     assert rc == 0, report
     assert "ledgered parts" in report
+    md = (root / "results" / "report.md").read_text()
+    assert "| mockllm-model | match |" in md and "**DIFFERS**" not in md
 
 
 def test_reimport_is_noop_changed_log_is_new_ingest(
@@ -266,6 +268,17 @@ def test_errored_sample_is_an_error_row(sealed: Path) -> None:
     assert (rows["s1"]["status"], rows["s1"]["error_kind"]) == ("error", "sample_error")
     assert (rows["s4"]["status"], rows["s4"]["error_kind"]) == ("error", "missing")
     assert rows["s0"]["status"] == "ok"
+
+    # the log's headline (0.8 over 5 samples) no longer follows from its samples: flagged
+    from sealedeval.config import load_config
+    from sealedeval.stages.pipeline import derive
+
+    an = derive(load_config(sealed), "mytask").doc["analysis"]
+    assert an["headline_match"] is False
+    (m,) = an["headline_mismatches"]
+    assert m.startswith("mockllm-model/match: ours 0.666") and "vs inspect 0.8 " in m
+    ours = an["engines"]["mockllm-model"]["scorers"]["match"]
+    assert ours["samples"] == 3 and ours["samples_error"] == 2
 
 
 def test_default_names(tmp_path: Path) -> None:

@@ -262,6 +262,12 @@ class ImportedSuite:
             "metrics": metrics,
         }
 
+    # -- presentation (present.py is not sealed) --------------------------------------------
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        from sealedeval.imports import present
+
+        return present.render(self.name, section)
+
     def _engine(
         self,
         eng: str,

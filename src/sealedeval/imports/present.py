@@ -1,0 +1,71 @@
+"""The ``imported`` suite's part of report.md (presentation: not sealed).
+
+The harness's own headline beside ours, per engine, scorer and log, with a flag where they
+differ; then the completeness table and every metric, as for any suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sealedeval.render.md import num, table
+from sealedeval.render.metrics import metric_table
+
+
+def render(name: str, section: Mapping[str, Any]) -> str:
+    an = section.get("analysis") or {}
+    harness = str(an.get("harness", "inspect"))
+    out = [
+        f"## {name}",
+        "",
+        f"Imported from {harness} logs; our numbers are recomputed from the logs' samples.",
+        "",
+    ]
+    rows = [
+        [
+            eng,
+            h["scorer"],
+            h["log"][:12],
+            num(h["harness"]),
+            num(h["ours"]),
+            "same" if h["match"] else "**DIFFERS**",
+        ]
+        for eng, e in sorted((an.get("engines") or {}).items())
+        for h in e.get("headline") or []
+    ]
+    if rows:
+        out.append(table(["engine", "scorer", "log", f"{harness} accuracy", "ours", "check"], rows))
+        out.append("")
+    for m in an.get("headline_mismatches") or []:
+        out.append(f"- headline mismatch: {m}")
+    if an.get("headline_mismatches"):
+        out.append("")
+    counts = (section.get("seal") or {}).get("counts") or {}
+    if counts:
+        out.append(
+            table(
+                ["engine", "requests", "ok", "error", "missing", "state"],
+                [
+                    [
+                        e,
+                        c["requests"],
+                        c["ok"],
+                        c["error"],
+                        c["missing"],
+                        "complete" if c["complete"] else "INCOMPLETE",
+                    ]
+                    for e, c in counts.items()
+                ],
+            )
+        )
+        out.append("")
+    metrics = list(an.get("metrics") or [])
+    if metrics:
+        out += [metric_table(metrics), ""]
+    out += [
+        "Errored, cancelled, limited or unscored samples are counted (n error), never graded as "
+        "model failures.",
+        "",
+    ]
+    return "\n".join(out)
