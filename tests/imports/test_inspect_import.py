@@ -287,3 +287,23 @@ def test_default_names(tmp_path: Path) -> None:
     assert engine_name("openai/gpt-4o-mini") == "openai-gpt-4o-mini"
     assert engine_name("hf/org/Model:v1") == "hf-org-Model-v1"
     assert suite_name("inspect_evals/arc_easy") == "arc_easy"
+
+
+def test_real_token_limited_samples_are_error_rows(sealed: Path) -> None:
+    """Inspect scores a sample that hit its token limit (``I``, counted in its accuracy); we
+    keep it as an error row of kind ``limit_token`` with the harness's score in ``response``."""
+    from inspect_ai import eval as inspect_eval
+
+    os.chdir(sealed)
+    (log,) = inspect_eval(
+        "tasks/mytask.py",
+        model=_model("mockllm/model"),
+        log_dir=str(sealed.parent / "limited"),
+        display="none",
+        token_limit=2,  # every mockllm call reports 4 tokens
+    )
+    assert sealedeval_import(sealed, str(log.location), "--suite", "mytask") == 0
+    rows = latest_records(raw_files(sealed, "mytask"))
+    assert len(rows) == 5
+    assert {(r["status"], r["error_kind"]) for r in rows} == {("error", "limit_token")}
+    assert json.loads(rows[0]["response"])["scores"]["match"]["value"] == "I"
