@@ -437,6 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept rows run with --unsealed (the result says not pre-registered)",
     )
     s.set_defaults(fn=cmd_audit)
+
+    from sealedeval.imports.cli import add_parser as add_import_parser
+
+    add_import_parser(sub, common)
     return p
 
 

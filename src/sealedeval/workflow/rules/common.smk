@@ -75,4 +75,4 @@ def run_after_markers(wildcards):
 
     fn = hook(get_suite(wildcards.suite), "run_after")
     after = fn(wildcards.engine) if fn else []
-    return [m for e in after for m in _markers(wildcards.suite) if f"/{e}/_run" in m]
+    return [m for m in _markers(wildcards.suite) if Path(m).parent.name in after]

@@ -1,0 +1,130 @@
+"""The analysis after the engine calls, this code against an earlier commit, in one run.
+
+Not a test: it measures. Given a project whose raw runs exist (e.g. the default profile's, after
+`snakemake --cores 8`), it copies the project twice and runs, in each copy, exactly the commands
+the workflow's rules run after the calls, timing the sum of their wall times:
+
+* this code: `generate`, `grade`, `analyze` per suite, then `publish`, `figures`, `pdf`;
+* the earlier commit (default fbf23e5, before the suite-boundary redesign), checked out in a
+  temporary git worktree and put first on PYTHONPATH: `grade`, `analyze` per suite, then
+  `publish`, `figures`, `pdf` (its generate did the same work as its grade, so it is left out in
+  its favour). The earlier code reads only the old lock format and its own config schema, so its
+  copy is sealed by it and gets its config/ (the profiles' suite sections are unchanged).
+
+    python benchmarks/analysis.py PROJECT [--config config/x.yaml] [--base fbf23e5] [--reps 1]
+
+Prints both totals, per command, and the ratio earlier / now (target: at least 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    ignore = shutil.ignore_patterns(".snakemake", "logs", ".venv", "__pycache__")
+    shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+    for sub in ("items", "graded", "analysis", "figures", "scorecards"):
+        shutil.rmtree(dst / "results" / sub, ignore_errors=True)
+    for f in ("result.json", "report.md", "report.pdf"):
+        (dst / "results" / f).unlink(missing_ok=True)
+    return dst
+
+
+def _suites(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "results/raw").iterdir() if p.is_dir())
+
+
+def _time(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stderr[-2000:]}")
+    return dt
+
+
+def measure(root: Path, cfg: list[str], env: dict[str, str], *, new: bool) -> dict[str, float]:
+    cli = [sys.executable, "-m", "sealedeval.cli"]
+    out: dict[str, float] = {}
+    for suite in _suites(root):
+        steps = (["generate"] if new else []) + ["grade", "analyze"]
+        for step in steps:
+            out[f"{step} {suite}"] = _time([*cli, step, suite, *cfg], root, env)
+    for step in ("publish", "figures", "pdf"):
+        out[step] = _time([*cli, step, *cfg], root, env)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("project", type=Path)
+    ap.add_argument("--config", "-c", action="append", default=[])
+    ap.add_argument("--base", default="fbf23e5")
+    ap.add_argument("--reps", type=int, default=1)
+    a = ap.parse_args()
+    cfg = [x for c in a.config for x in ("-c", c)]
+    tmp = Path(tempfile.mkdtemp(prefix="sealedeval-analysis-"))
+    try:
+        old_src = tmp / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "-q", "--detach", str(old_src), a.base], cwd=REPO, check=True
+        )
+        env_new = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+        env_old = {**os.environ, "PYTHONPATH": str(old_src / "src")}
+        best_new: dict[str, float] = {}
+        best_old: dict[str, float] = {}
+        for rep in range(a.reps):
+            new = _copy(a.project, tmp / f"new{rep}")
+            old = _copy(a.project, tmp / f"old{rep}")
+            # the earlier code's own config files (its schema rejects keys added since, e.g.
+            # engines.*.fail_on_error) and central schema; the suites' sections are the same
+            shutil.rmtree(old / "config")
+            shutil.copytree(old_src / "config", old / "config")
+            subprocess.run(
+                [sys.executable, "-m", "sealedeval.cli", "seal"],
+                cwd=old,
+                env=env_old,
+                check=True,
+                capture_output=True,
+            )
+            for best, root, env, is_new in (
+                (best_new, new, env_new, True),
+                (best_old, old, env_old, False),
+            ):
+                times = measure(root, cfg, env, new=is_new)
+                if not best or sum(times.values()) < sum(best.values()):
+                    best.clear()
+                    best.update(times)
+        t_new, t_old = sum(best_new.values()), sum(best_old.values())
+        print(
+            f"earlier ({a.base}): {t_old:.1f} s  "
+            + ", ".join(f"{k} {v:.1f}" for k, v in best_old.items())
+        )
+        print(
+            f"now:              {t_new:.1f} s  "
+            + ", ".join(f"{k} {v:.1f}" for k, v in best_new.items())
+        )
+        print(f"ratio earlier / now: {t_old / t_new:.2f}x (target >= 2)")
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(tmp / "base")],
+            cwd=REPO,
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
