@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.md import num, table
-from sealedeval.render.metrics import metric_table
+from sealedeval.render.metrics import completeness_table, metric_table
 
 
 def render(name: str, section: Mapping[str, Any]) -> str:
@@ -43,22 +43,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         out.append("")
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
-        out.append(
-            table(
-                ["engine", "requests", "ok", "error", "missing", "state"],
-                [
-                    [
-                        e,
-                        c["requests"],
-                        c["ok"],
-                        c["error"],
-                        c["missing"],
-                        "complete" if c["complete"] else "INCOMPLETE",
-                    ]
-                    for e, c in counts.items()
-                ],
-            )
-        )
+        out.append(completeness_table(counts))
         out.append("")
     metrics = list(an.get("metrics") or [])
     if metrics:

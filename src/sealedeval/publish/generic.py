@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
-from sealedeval.render.md import table
-from sealedeval.render.metrics import groups_label, metric_table
+from sealedeval.render.metrics import completeness_table, groups_label, metric_table
 
 Section = Mapping[str, Any]
 
@@ -31,22 +30,7 @@ def report_section(name: str, section: Section) -> str:
     out = [f"## {name}", ""]
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
-        out.append(
-            table(
-                ["engine", "requests", "ok", "error", "missing", "state"],
-                [
-                    [
-                        e,
-                        c["requests"],
-                        c["ok"],
-                        c["error"],
-                        c["missing"],
-                        "complete" if c["complete"] else "INCOMPLETE",
-                    ]
-                    for e, c in counts.items()
-                ],
-            )
-        )
+        out.append(completeness_table(counts))
         out.append("")
     metrics = _metrics(section)
     if not metrics:

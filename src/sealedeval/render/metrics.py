@@ -53,3 +53,21 @@ def metric_table(metrics: Sequence[Mapping[str, Any]]) -> str:
             for m in metrics
         ],
     )
+
+
+def completeness_table(counts: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per engine: requests, ok, error, missing and whether the run is complete."""
+    return table(
+        ["engine", "requests", "ok", "error", "missing", "state"],
+        [
+            [
+                e,
+                c["requests"],
+                c["ok"],
+                c["error"],
+                c["missing"],
+                "complete" if c["complete"] else "INCOMPLETE",
+            ]
+            for e, c in counts.items()
+        ],
+    )

@@ -88,6 +88,31 @@ def metric(
     )
 
 
+def point_metric(
+    name: str,
+    groups: Mapping[str, Any],
+    value: float | None,
+    n_ok: int,
+    n_error: int,
+    unit: str,
+    *,
+    method: str = "none",
+) -> Metric:
+    """A ``Metric`` without an interval (κ, agreement, pass@k, a p-value, a cost)."""
+    return metric(
+        name,
+        groups,
+        value,
+        None,
+        None,
+        method=method,
+        n_total=n_ok + n_error,
+        n_ok=n_ok,
+        n_error=n_error,
+        unit=unit,
+    )
+
+
 def rate_metric(
     name: str,
     groups: Mapping[str, Any],

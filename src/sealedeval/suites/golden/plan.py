@@ -16,7 +16,7 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.stats import mean_pass_k_curves
-from sealedeval.stats.metrics import Metric, metric, status_counts
+from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
 INTERVALS = "Wilson 95% score interval for rates; exact two-sided sign test for paired comparisons"
@@ -325,29 +325,7 @@ def _from_rate(
     )
 
 
-def _plain(
-    name: str,
-    groups: Mapping[str, Any],
-    value: Any,
-    *,
-    n_ok: int,
-    n_error: int,
-    unit: str,
-    method: str = "none",
-) -> Metric:
-    """A ``Metric`` without an interval (κ, agreement with another grader, pass@k)."""
-    return metric(
-        name,
-        groups,
-        value,
-        None,
-        None,
-        method=method,
-        n_total=n_ok + n_error,
-        n_ok=n_ok,
-        n_error=n_error,
-        unit=unit,
-    )
+_plain = point_metric
 
 
 def _branch_metrics(engine: str, bname: str, b: Mapping[str, Any]) -> list[Metric]:

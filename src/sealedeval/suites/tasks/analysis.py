@@ -46,6 +46,7 @@ from sealedeval.stats.metrics import (
     Metric,
     mean_metric,
     metric,
+    point_metric,
     rate_metric,
     sort_metrics,
     status_counts,
@@ -162,27 +163,7 @@ def _share(
     return mean_metric(name, groups, values, ids, n_error=n_error, unit=unit)
 
 
-def _plain(
-    name: str,
-    groups: Mapping[str, Any],
-    value: float | None,
-    n_ok: int,
-    n_error: int,
-    unit: str,
-    method: str = "none",
-) -> Metric:
-    return metric(
-        name,
-        groups,
-        value,
-        None,
-        None,
-        method=method,
-        n_total=n_ok + n_error,
-        n_ok=n_ok,
-        n_error=n_error,
-        unit=unit,
-    )
+_plain = point_metric
 
 
 def _engine_entry(
