@@ -153,23 +153,20 @@ def test_editing_the_statistics_after_the_seal_stops_a_run(sealed, tmp_path):
     prop = site / "sealedeval/stats/_proportion.py"
     prop.write_text(prop.read_text().replace("Z_95 = ", "Z_95 = 0.0 + "))
     env = {**os.environ, "PYTHONPATH": str(site)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sealedeval.cli",
-            "run",
-            "golden",
-            "-c",
-            "config/tiny.yaml",
-            "--no-progress",
-        ],
-        cwd=sealed.root,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+
+    def run_tiny() -> subprocess.CompletedProcess[str]:
+        """`sealedeval run` with the edited package copy first on the path."""
+        cmd = [sys.executable, "-m", "sealedeval.cli", "run", "golden", "-c", "config/tiny.yaml"]
+        return subprocess.run(
+            [*cmd, "--no-progress"],
+            cwd=sealed.root,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
+    proc = run_tiny()
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1
     assert "pkg:sealedeval/stats/_proportion.py changed after the seal" in proc.stderr
@@ -178,23 +175,7 @@ def test_editing_the_statistics_after_the_seal_stops_a_run(sealed, tmp_path):
         REPO.joinpath("src/sealedeval/stats/_proportion.py").read_text()
         + "\n# a comment added after the seal\n"
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sealedeval.cli",
-            "run",
-            "golden",
-            "-c",
-            "config/tiny.yaml",
-            "--no-progress",
-        ],
-        cwd=sealed.root,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    proc = run_tiny()
     assert proc.returncode == 0, proc.stderr
 
 
