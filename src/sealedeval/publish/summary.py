@@ -1,0 +1,409 @@
+"""The one-page summary every report opens with: per suite, what was found, in five lines.
+
+Read from result.json's dict only (like everything in publish), so each number on the summary
+page can be traced to a field of result.json: the headline is a ``stats.metrics.Metric`` of the
+suite's ``analysis.metrics``, completeness is ``seal.counts``, and every comparison comes from
+the suite's own analysis. report.md, report.pdf and report.html (``publish.html``) all render
+the same ``SuiteSummary`` list, so the three can never disagree about the findings.
+
+What a suite's headline is, and which of its comparisons were pre-registered, is the suite's to
+say: its optional ``summary(section)`` presentation hook returns plain JSON (see ``Hints``).
+Without one, the summary falls back on the metric schema: the headline is the first metric of
+the analysis that has an estimate, and the comparisons are ``analysis.hypotheses`` entries with
+a ``p`` (the ``tasks`` suite kind's shape) or, failing those, ``analysis.comparisons``.
+
+The audit's verdict is not part of result.json (the audit re-derives report.md byte for byte,
+so report.md cannot contain it): callers that have run it pass it in (``audit=``); otherwise the
+summary says how to check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sealedeval.plugins import presentation_hook
+from sealedeval.render.md import num
+
+ALPHA = 0.05
+"""Significance level for a verdict when the comparison does not carry its own ``alpha``:
+the conventional two-sided 5% every suite's pre-registration uses (DESIGN, "Statistics")."""
+
+AUDIT_UNKNOWN = "not part of this report: `sealedeval audit` re-derives it byte for byte"
+
+# Directions a comparison's claim can take (``Hints`` ``comparisons[].direction``). "greater"
+# claims a > b; "not_greater" claims a does not exceed b (only a significant a > b refutes it).
+DIRECTIONS = ("greater", "less", "not_greater", "not_less", "equal", "two-sided")
+_SYMBOL = {
+    "greater": ">",
+    "less": "<",
+    "not_greater": "not >",
+    "not_less": "not <",
+    "equal": "=",
+    "two-sided": "vs",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline number: a ``Metric`` of result.json, with the groups that tell it apart
+    (the engine first) as ``where``."""
+
+    engine: str
+    where: str
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    method: str
+    n_ok: int
+    n_error: int
+    n_total: int
+    unit: str
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """One run's counts, from ``seal.counts[engine]``."""
+
+    engine: str
+    requests: int
+    ok: int
+    error: int
+    missing: int
+    complete: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pre-registered comparison and its verdict (text a reader can act on)."""
+
+    id: str
+    claim: str
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    p: float | None
+    p_adjusted: float | None
+    n: int | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class SuiteSummary:
+    """What one suite found. ``metric``/``label`` name the headline; ``headline`` holds one
+    entry per engine (or per engine and group, as the suite chose)."""
+
+    suite: str
+    seal_status: str
+    seal_commits: tuple[str, ...]
+    rubric_sha256: str
+    audit: str
+    metric: str
+    label: str
+    headline: tuple[Headline, ...]
+    completeness: tuple[Completeness, ...]
+    comparisons: tuple[Comparison, ...]
+    note: str = ""
+    more_comparisons: int = field(default=0)
+
+    @property
+    def complete(self) -> bool:
+        return all(c.complete for c in self.completeness)
+
+
+MAX_COMPARISONS = 8
+"""At most this many comparisons on the summary page; the rest are counted ("and N more") and
+all are in the suite's section of the appendix."""
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _i(x: Any) -> int | None:
+    return None if x is None else int(x)
+
+
+def verdict(
+    direction: str,
+    estimate: float | None,
+    p: float | None,
+    *,
+    alpha: float = ALPHA,
+    n: int | None = None,
+) -> str:
+    """The verdict on a claim about ``a − b`` (``estimate``), tested at ``alpha`` with ``p``
+    (the adjusted p when the plan corrects for multiplicity). A non-significant result is
+    never reported as equality."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"comparison direction {direction!r}: expected one of {DIRECTIONS}")
+    if n == 0 or p is None:
+        return "not testable (no paired data)"
+    sig = p <= alpha
+    up = estimate is not None and estimate > 0
+    down = estimate is not None and estimate < 0
+    ptxt = f"p = {num(p, 3)}"
+    if direction in ("greater", "less"):
+        right, wrong = (up, down) if direction == "greater" else (down, up)
+        if sig and right:
+            return f"supported ({ptxt})"
+        if sig and wrong:
+            return f"contradicted: significant in the opposite direction ({ptxt})"
+        return f"not shown ({ptxt})"
+    if direction in ("not_greater", "not_less"):
+        wrong = up if direction == "not_greater" else down
+        if sig and wrong:
+            return f"contradicted ({ptxt})"
+        change = "increase" if direction == "not_greater" else "decrease"
+        return f"consistent: no significant {change} ({ptxt})"
+    if sig:
+        return f"differ ({ptxt})"
+    return f"no difference shown ({ptxt}; not evidence of equality)"
+
+
+def _matches(m: Mapping[str, Any], name: str, groups: Mapping[str, str]) -> bool:
+    g = m.get("groups") or {}
+    return m.get("metric") == name and all(g.get(k) == v for k, v in groups.items())
+
+
+def _headline(
+    metrics: Sequence[Mapping[str, Any]], name: str, groups: Mapping[str, str]
+) -> tuple[Headline, ...]:
+    out = []
+    for m in metrics:
+        if not _matches(m, name, groups):
+            continue
+        g = dict(m.get("groups") or {})
+        engine = str(g.pop("engine", "") or "")
+        where = ", ".join(f"{k}={v}" for k, v in g.items() if k not in groups)
+        out.append(
+            Headline(
+                engine=engine,
+                where=where,
+                estimate=_f(m.get("estimate")),
+                lo=_f(m.get("lo")),
+                hi=_f(m.get("hi")),
+                method=str(m.get("method", "")),
+                n_ok=int(m.get("n_ok", 0)),
+                n_error=int(m.get("n_error", 0)),
+                n_total=int(m.get("n_total", 0)),
+                unit=str(m.get("unit", "")),
+            )
+        )
+    return tuple(out)
+
+
+def _comparison(c: Mapping[str, Any], alpha: float) -> Comparison:
+    direction = str(c.get("direction") or "two-sided")
+    est, p, padj, n = _f(c.get("estimate")), _f(c.get("p")), _f(c.get("p_adjusted")), _i(c.get("n"))
+    a = float(c["alpha"]) if c.get("alpha") is not None else alpha
+    text = c.get("verdict") or verdict(
+        direction, est, padj if padj is not None else p, alpha=a, n=n
+    )
+    claim = c.get("claim") or f"{c.get('a', '?')} {_SYMBOL[direction]} {c.get('b', '?')}"
+    return Comparison(
+        id=str(c.get("id") or ""),
+        claim=str(claim),
+        estimate=est,
+        lo=_f(c.get("lo")),
+        hi=_f(c.get("hi")),
+        p=p,
+        p_adjusted=padj,
+        n=n,
+        verdict=str(text),
+    )
+
+
+_TASKS_DIRECTION = {"greater": "greater", "less": "less", "two-sided": "two-sided"}
+
+
+def default_hints(section: Mapping[str, Any]) -> dict[str, Any]:
+    """Hints from the metric schema and the common comparison shapes, for a suite without a
+    ``summary`` hook (an installed suite, a ``tasks`` suite, a result from elsewhere)."""
+    a = section.get("analysis") or {}
+    metrics = list(a.get("metrics") or [])
+    first = next((m for m in metrics if m.get("estimate") is not None), None)
+    first = first or (metrics[0] if metrics else None)
+    head: dict[str, Any] = {}
+    if first is not None:
+        head = {"metric": first["metric"], "groups": {}, "label": str(first["metric"])}
+    comps: list[dict[str, Any]] = []
+    for h in a.get("hypotheses") or []:
+        if isinstance(h, Mapping) and "p" in h and "a" in h and "b" in h:
+            comps.append(
+                {
+                    "id": h.get("id"),
+                    "a": h["a"],
+                    "b": h["b"],
+                    "direction": _TASKS_DIRECTION.get(str(h.get("direction")), "two-sided"),
+                    "estimate": h.get("difference"),
+                    "p": h.get("p"),
+                    "p_adjusted": h.get("p_adjusted"),
+                    "alpha": h.get("alpha"),
+                    "n": h.get("n_items"),
+                }
+            )
+    if not comps:
+        for c in a.get("comparisons") or []:
+            if isinstance(c, Mapping) and "p" in c and "a" in c and "b" in c:
+                est = c.get("difference", c.get("mean_diff"))
+                ci: Mapping[str, Any] = c["ci"] if isinstance(c.get("ci"), Mapping) else {}
+                comps.append(
+                    {
+                        "id": c.get("id"),
+                        "a": c["a"],
+                        "b": c["b"],
+                        "direction": "two-sided",
+                        "estimate": est,
+                        "lo": c.get("lo", ci.get("lo")),
+                        "hi": c.get("hi", ci.get("hi")),
+                        "p": c.get("p"),
+                        "p_adjusted": c.get("p_adjusted"),
+                        "n": c.get("n_items", c.get("n_cases")),
+                    }
+                )
+    return {"headline": head, "comparisons": comps}
+
+
+def hints(name: str, section: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The suite's ``summary`` hook's answer, else ``default_hints``.
+
+    The hook returns ``{"headline": {"metric", "groups", "label"}, "comparisons": [{"id",
+    "claim" or "a"/"b", "direction", "estimate", "lo", "hi", "p", "p_adjusted", "alpha", "n",
+    optional "verdict"}], "note": str}`` — plain JSON taken from its result.json section."""
+    fn = presentation_hook(name, "summary")
+    if fn is not None:
+        return dict(fn(section))
+    return default_hints(section)
+
+
+def suite_summary(
+    name: str, section: Mapping[str, Any], *, audit: str | None = None
+) -> SuiteSummary:
+    seal = section.get("seal") or {}
+    a = section.get("analysis") or {}
+    h = hints(name, section)
+    head = h.get("headline") or {}
+    metric = str(head.get("metric") or "")
+    groups = {str(k): str(v) for k, v in (head.get("groups") or {}).items()}
+    comps = [_comparison(c, ALPHA) for c in h.get("comparisons") or []]
+    return SuiteSummary(
+        suite=name,
+        seal_status=str(seal.get("status", "unknown")),
+        seal_commits=tuple(str(c) for c in seal.get("seal_commits") or ()),
+        rubric_sha256=str(seal.get("rubric_sha256", "")),
+        audit=audit or AUDIT_UNKNOWN,
+        metric=metric,
+        label=str(head.get("label") or metric),
+        headline=_headline(list(a.get("metrics") or []), metric, groups) if metric else (),
+        completeness=tuple(
+            Completeness(
+                engine=str(e),
+                requests=int(c.get("requests", 0)),
+                ok=int(c.get("ok", 0)),
+                error=int(c.get("error", 0)),
+                missing=int(c.get("missing", 0)),
+                complete=bool(c.get("complete")),
+            )
+            for e, c in (seal.get("counts") or {}).items()
+        ),
+        comparisons=tuple(comps[:MAX_COMPARISONS]),
+        note=str(h.get("note") or ""),
+        more_comparisons=max(0, len(comps) - MAX_COMPARISONS),
+    )
+
+
+def suite_summaries(
+    result: Mapping[str, Any], *, audit: Mapping[str, str] | str | None = None
+) -> list[SuiteSummary]:
+    """One ``SuiteSummary`` per suite of result.json, in its order. ``audit`` is the audit's
+    verdict, for every suite (a string) or per suite (a mapping), when the caller has it."""
+    out = []
+    for name, section in (result.get("suites") or {}).items():
+        a = audit.get(name) if isinstance(audit, Mapping) else audit
+        out.append(suite_summary(name, section, audit=a))
+    return out
+
+
+def interval_text(h: Headline | Comparison) -> str:
+    if h.lo is None or h.hi is None:
+        return "no interval"
+    return f"[{num(h.lo)}, {num(h.hi)}]"
+
+
+def headline_text(h: Headline) -> str:
+    """``reference 0.833 [0.436, 0.970] (wilson; 6 task ok, 0 error)``."""
+    who = h.engine + (f" ({h.where})" if h.where else "") if h.engine else (h.where or "all")
+    if h.estimate is None:
+        return f"{who} n/a ({h.n_ok} {h.unit} ok, {h.n_error} error)"
+    iv = interval_text(h)
+    meth = f"{h.method}; " if h.lo is not None else ""
+    return f"{who} {num(h.estimate)} {iv} ({meth}{h.n_ok} {h.unit} ok, {h.n_error} error)"
+
+
+def completeness_text(c: Completeness) -> str:
+    state = "complete" if c.complete else "INCOMPLETE"
+    missing = f", {c.missing} missing" if c.missing else ""
+    return f"{c.engine} {c.ok}/{c.requests} ok, {c.error} error{missing} ({state})"
+
+
+def comparison_text(c: Comparison) -> str:
+    ident = f"{c.id} " if c.id else ""
+    est = ""
+    if c.estimate is not None:
+        iv = f" {interval_text(c)}" if c.lo is not None and c.hi is not None else ""
+        est = (
+            f" (difference {num(c.estimate)}{iv}"
+            + (f", n = {c.n}" if c.n is not None else "")
+            + ")"
+        )
+    elif c.n is not None:
+        est = f" (n = {c.n})"
+    return f"{ident}{c.claim}{est}: **{c.verdict}**"
+
+
+def summary_lines(s: SuiteSummary) -> list[str]:
+    """The suite's five lines (Markdown list items without the bullet)."""
+    commits = ", ".join(f"`{c[:12]}`" for c in s.seal_commits) or "no seal commit"
+    out = [
+        f"Seal: **{s.seal_status}** ({commits}); audit: {s.audit}.",
+        "Completeness: "
+        + ("; ".join(completeness_text(c) for c in s.completeness) or "no runs")
+        + ".",
+    ]
+    if s.headline:
+        out.append(f"Headline, {s.label}: " + "; ".join(headline_text(h) for h in s.headline) + ".")
+    else:
+        out.append("Headline: none reported by this suite's analysis.")
+    if s.comparisons:
+        more = f"; and {s.more_comparisons} more in the appendix" if s.more_comparisons else ""
+        out.append(
+            "Pre-registered comparisons: "
+            + "; ".join(comparison_text(c) for c in s.comparisons)
+            + more
+            + "."
+        )
+    else:
+        out.append("Pre-registered comparisons: none in this run.")
+    if s.note:
+        out.append(s.note)
+    return out
+
+
+def summary_markdown(
+    result: Mapping[str, Any], *, audit: Mapping[str, str] | str | None = None
+) -> str:
+    """The summary page as Markdown: a heading, then per suite a heading and its lines."""
+    out = [
+        "## Summary",
+        "",
+        f"Status: **{result.get('status', 'unknown')}**. Each line below is taken from "
+        "result.json; the tables behind it are in the appendix.",
+        "",
+    ]
+    for s in suite_summaries(result, audit=audit):
+        out += [f"### {s.suite}", ""]
+        out += [f"- {line}" for line in summary_lines(s)]
+        out.append("")
+    return "\n".join(out)
