@@ -112,7 +112,7 @@ class SuiteSummary:
         return all(c.complete for c in self.completeness)
 
 
-MAX_COMPARISONS = 8
+MAX_COMPARISONS = 16
 """At most this many comparisons on the summary page; the rest are counted ("and N more") and
 all are in the suite's section of the appendix."""
 
@@ -162,21 +162,34 @@ def verdict(
     return f"no difference shown ({ptxt}; not evidence of equality)"
 
 
-def _matches(m: Mapping[str, Any], name: str, groups: Mapping[str, str]) -> bool:
+Groups = Mapping[str, str | Sequence[str]]
+"""A headline's selection: each group key fixed to one value, or to a list of values (then
+the summary shows one number per listed value, in the list's order, per engine)."""
+
+
+def _matches(m: Mapping[str, Any], name: str, groups: Groups) -> bool:
     g = m.get("groups") or {}
-    return m.get("metric") == name and all(g.get(k) == v for k, v in groups.items())
+    if m.get("metric") != name:
+        return False
+    return all(g.get(k) == v if isinstance(v, str) else g.get(k) in v for k, v in groups.items())
+
+
+def _order(m: Mapping[str, Any], groups: Groups) -> tuple[Any, ...]:
+    g = m.get("groups") or {}
+    rank = [list(v).index(g[k]) for k, v in groups.items() if not isinstance(v, str)]
+    return (str(g.get("engine", "")), *rank)
 
 
 def _headline(
-    metrics: Sequence[Mapping[str, Any]], name: str, groups: Mapping[str, str]
+    metrics: Sequence[Mapping[str, Any]], name: str, groups: Groups
 ) -> tuple[Headline, ...]:
     out = []
-    for m in metrics:
-        if not _matches(m, name, groups):
-            continue
+    chosen = [m for m in metrics if _matches(m, name, groups)]
+    for m in sorted(chosen, key=lambda m: _order(m, groups)):
         g = dict(m.get("groups") or {})
         engine = str(g.pop("engine", "") or "")
-        where = ", ".join(f"{k}={v}" for k, v in g.items() if k not in groups)
+        fixed = {k for k, v in groups.items() if isinstance(v, str)}
+        where = ", ".join(f"{k}={v}" for k, v in g.items() if k not in fixed)
         out.append(
             Headline(
                 engine=engine,
@@ -286,7 +299,10 @@ def suite_summary(
     h = hints(name, section)
     head = h.get("headline") or {}
     metric = str(head.get("metric") or "")
-    groups = {str(k): str(v) for k, v in (head.get("groups") or {}).items()}
+    groups: dict[str, str | list[str]] = {
+        str(k): str(v) if isinstance(v, str) else [str(x) for x in v]
+        for k, v in (head.get("groups") or {}).items()
+    }
     comps = [_comparison(c, ALPHA) for c in h.get("comparisons") or []]
     return SuiteSummary(
         suite=name,

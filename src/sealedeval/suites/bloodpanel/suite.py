@@ -548,6 +548,12 @@ class BloodpanelSuite:
 
         return figures.figure_specs(section)
 
+    def summary(self, section: Mapping[str, Any]) -> dict[str, Any]:
+        """The headline and pre-registered comparisons of the report's summary page."""
+        from sealedeval.suites.bloodpanel.present import summary
+
+        return summary.summary(section)
+
     def scorecards(
         self, graded: Sequence[Mapping[str, Any]], section: Mapping[str, Any]
     ) -> dict[str, str]:

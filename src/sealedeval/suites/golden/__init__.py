@@ -264,6 +264,12 @@ class GoldenSuite:
 
         return figures.figure_specs(section)
 
+    def summary(self, section: Mapping[str, Any]) -> dict[str, Any]:
+        """The headline and pre-registered comparisons of the report's summary page."""
+        from sealedeval.suites.golden.present import summary
+
+        return summary.summary(section)
+
     def _footer(self, cfg: Config, engines: list[str]) -> dict[str, Any]:
         """Model, temperature, seeds, prices, interval methods; provider retention notes as
         configuration text with the date they were read."""

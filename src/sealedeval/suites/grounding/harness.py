@@ -344,3 +344,9 @@ class GroundingSuite:
         from sealedeval.suites.grounding.present import figures
 
         return figures.figure_specs(section)
+
+    def summary(self, section: Mapping[str, Any]) -> dict[str, Any]:
+        """The headline and pre-registered comparisons of the report's summary page."""
+        from sealedeval.suites.grounding.present import summary
+
+        return summary.summary(section)
