@@ -90,6 +90,9 @@ class SuiteHooks(Protocol):
     - ``scorecards(graded, section)``: ``{file name: CSV text}`` under results/scorecards/;
       default: ``<suite>.csv`` with one row per graded row.
     - ``regrade(root, profile, fmt, path)``: grade externally produced responses.
+    - ``summary(section)``: the headline metric and the pre-registered comparisons of the
+      report's summary page (``publish.summary.hints`` documents the shape); default: the
+      first metric with an estimate and the analysis's ``hypotheses``/``comparisons``.
     """
 
     def report_sections(self, section: Mapping[str, Any]) -> str: ...

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sealedeval.suites.grounding.conditions import CONDITION_NAMES
+from sealedeval.suites.grounding.conditions import CONDITION_NAMES, Condition
 
-HEADLINE_CONDITIONS = ("A", "C")
+HEADLINE_CONDITIONS: tuple[Condition, ...] = ("A", "C")
 
 # The plan's direction text ("C > A", "B not > A", "D not < C", "F = C") → publish.summary's
 # direction names.
