@@ -30,7 +30,7 @@ ALPHA = 0.05
 """Significance level for a verdict when the comparison does not carry its own ``alpha``:
 the conventional two-sided 5% every suite's pre-registration uses (DESIGN, "Statistics")."""
 
-AUDIT_UNKNOWN = "not part of this report: `sealedeval audit` re-derives it byte for byte"
+AUDIT_UNKNOWN = "not recorded here (run `sealedeval audit`)"
 
 # Directions a comparison's claim can take (``Hints`` ``comparisons[].direction``). "greater"
 # claims a > b; "not_greater" claims a does not exceed b (only a significant a > b refutes it).
@@ -132,6 +132,7 @@ def verdict(
     *,
     alpha: float = ALPHA,
     n: int | None = None,
+    p_label: str = "p",
 ) -> str:
     """The verdict on a claim about ``a − b`` (``estimate``), tested at ``alpha`` with ``p``
     (the adjusted p when the plan corrects for multiplicity). A non-significant result is
@@ -143,7 +144,7 @@ def verdict(
     sig = p <= alpha
     up = estimate is not None and estimate > 0
     down = estimate is not None and estimate < 0
-    ptxt = f"p = {num(p, 3)}"
+    ptxt = f"{p_label} = {num(p, 3)}"
     if direction in ("greater", "less"):
         right, wrong = (up, down) if direction == "greater" else (down, up)
         if sig and right:
@@ -211,8 +212,10 @@ def _comparison(c: Mapping[str, Any], alpha: float) -> Comparison:
     direction = str(c.get("direction") or "two-sided")
     est, p, padj, n = _f(c.get("estimate")), _f(c.get("p")), _f(c.get("p_adjusted")), _i(c.get("n"))
     a = float(c["alpha"]) if c.get("alpha") is not None else alpha
-    text = c.get("verdict") or verdict(
-        direction, est, padj if padj is not None else p, alpha=a, n=n
+    text = c.get("verdict") or (
+        verdict(direction, est, padj, alpha=a, n=n, p_label="adjusted p")
+        if padj is not None
+        else verdict(direction, est, p, alpha=a, n=n)
     )
     claim = c.get("claim") or f"{c.get('a', '?')} {_SYMBOL[direction]} {c.get('b', '?')}"
     return Comparison(
@@ -348,14 +351,19 @@ def interval_text(h: Headline | Comparison) -> str:
     return f"[{num(h.lo)}, {num(h.hi)}]"
 
 
+def _counts(n_ok: int, n_error: int, unit: str) -> str:
+    return f"{n_ok} ok / {n_error} error, per {unit}" if unit else f"{n_ok} ok / {n_error} error"
+
+
 def headline_text(h: Headline) -> str:
-    """``reference 0.833 [0.436, 0.970] (wilson; 6 task ok, 0 error)``."""
+    """``reference 0.833 [0.436, 0.970] (wilson; 6 ok / 0 error, per task)``."""
     who = h.engine + (f" ({h.where})" if h.where else "") if h.engine else (h.where or "all")
+    counts = _counts(h.n_ok, h.n_error, h.unit)
     if h.estimate is None:
-        return f"{who} n/a ({h.n_ok} {h.unit} ok, {h.n_error} error)"
-    iv = interval_text(h)
-    meth = f"{h.method}; " if h.lo is not None else ""
-    return f"{who} {num(h.estimate)} {iv} ({meth}{h.n_ok} {h.unit} ok, {h.n_error} error)"
+        return f"{who} n/a ({counts})"
+    if h.lo is None or h.hi is None:
+        return f"{who} {num(h.estimate)}, no interval ({counts})"
+    return f"{who} {num(h.estimate)} {interval_text(h)} ({h.method}; {counts})"
 
 
 def completeness_text(c: Completeness) -> str:
@@ -365,18 +373,18 @@ def completeness_text(c: Completeness) -> str:
 
 
 def comparison_text(c: Comparison) -> str:
+    """``P1 C > A on M1: **not shown (p = 0.250)**, difference 0.500 [0.1, 0.9], n = 8``."""
     ident = f"{c.id} " if c.id else ""
-    est = ""
+    extra = []
     if c.estimate is not None:
         iv = f" {interval_text(c)}" if c.lo is not None and c.hi is not None else ""
-        est = (
-            f" (difference {num(c.estimate)}{iv}"
-            + (f", n = {c.n}" if c.n is not None else "")
-            + ")"
-        )
-    elif c.n is not None:
-        est = f" (n = {c.n})"
-    return f"{ident}{c.claim}{est}: **{c.verdict}**"
+        extra.append(f"difference {num(c.estimate)}{iv}")
+    if c.p_adjusted is not None:
+        extra.append(f"unadjusted p = {num(c.p, 3)}")
+    if c.n is not None:
+        extra.append(f"n = {c.n}")
+    tail = (", " + ", ".join(extra)) if extra else ""
+    return f"{ident}{c.claim}: **{c.verdict}**{tail}"
 
 
 def summary_lines(s: SuiteSummary) -> list[str]:
