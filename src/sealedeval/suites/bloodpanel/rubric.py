@@ -283,13 +283,7 @@ def _error_score(case: Case, profile: Profile, latency_s: float | None, why: str
 
 
 def _grade_v11(case: Case, report: Report, latency_s: float | None) -> CaseScore:
-    buf: list[str] = []
-    for s in report.sections:
-        buf.append(s.title)
-        for sub in s.subsections:
-            buf.append(sub.title)
-            buf.extend(sub.items)
-    text = "\n".join(buf).lower()
+    text = v11_text(report)
     sec_hits, sub_hits, structural = _structure(report)
     prob_sum = 0.0
     for s in report.sections:
@@ -379,9 +373,36 @@ def sealed_differential(report: Report) -> tuple[str, list[tuple[str, float]]]:
     return "none", []
 
 
-def _grade_sealed(case: Case, report: Report, latency_s: float | None, explain: bool) -> CaseScore:
+def sealed_document(report: Report) -> Document:
+    """The ``Document`` the sealed profile reads a report through (items and differential)."""
     items = [it for s in report.sections for sub in s.subsections for it in sub.items]
-    doc = Document(items, report.differential)
+    return Document(items, report.differential)
+
+
+def v11_text(report: Report) -> str:
+    """The text V11's substring tests run on: titles, subtitles and items, lower-cased."""
+    buf: list[str] = []
+    for s in report.sections:
+        buf.append(s.title)
+        for sub in s.subsections:
+            buf.append(sub.title)
+            buf.extend(sub.items)
+    return "\n".join(buf).lower()
+
+
+def flags_fired(response: Mapping[str, Any], flags: Sequence[str], profile: Profile) -> list[bool]:
+    """Whether each of ``flags`` fires on ``response`` under ``profile``, exactly as grading
+    decides it (the assertion battery measures the detector through this function)."""
+    report = normalize_response(response)
+    if profile == "kantesti-v11":
+        text = v11_text(report)
+        return [f.lower() in text for f in flags]
+    doc = sealed_document(report)
+    return [st is Polarity.AFFIRMED for st in doc.statuses(flags)]
+
+
+def _grade_sealed(case: Case, report: Report, latency_s: float | None, explain: bool) -> CaseScore:
+    doc = sealed_document(report)
     sec_hits, sub_hits, structural = _structure(report)
     source, entries = sealed_differential(report)
     prob_sum = sum(p for _, p in entries)
