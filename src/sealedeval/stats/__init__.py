@@ -13,10 +13,19 @@ Conventions shared by every function:
 
 from ._abstention import abstention_score
 from ._agreement import agreement, cohen_kappa
-from ._bootstrap import bootstrap_by_group, stratified_bootstrap
+from ._bayes import beta_interval, prob_a_better
+from ._bootstrap import bootstrap_by_group, paired_bootstrap, stratified_bootstrap
 from ._contamination import mean_nll, min_k_prob, perplexity
+from ._mde import (
+    VarianceComponents,
+    discordant_split,
+    mde_paired,
+    sign_test_power,
+    variance_components,
+    z_total,
+)
 from ._multiple import benjamini_hochberg, holm
-from ._paired import paired_se, sign_test, sign_test_items, unpaired_se
+from ._paired import paired_difference, paired_se, sign_test, sign_test_items, unpaired_se
 from ._passk import (
     mean_pass_at_k,
     mean_pass_hat_k,
@@ -31,31 +40,41 @@ from ._se import clustered_se, item_means, item_se, mean_sd
 
 __all__ = [
     "Z_95",
+    "VarianceComponents",
     "abstention_score",
     "agreement",
     "benjamini_hochberg",
+    "beta_interval",
     "bootstrap_by_group",
     "clustered_se",
     "cohen_kappa",
     "compounded",
+    "discordant_split",
     "holm",
     "item_means",
     "item_se",
+    "mde_paired",
     "mean_nll",
     "mean_pass_at_k",
     "mean_pass_hat_k",
     "mean_pass_k_curves",
     "mean_sd",
     "min_k_prob",
+    "paired_bootstrap",
+    "paired_difference",
     "paired_se",
     "pass_at_k",
     "pass_hat_k",
     "pass_k_curves",
     "perplexity",
+    "prob_a_better",
     "sample_size_items",
     "sign_test",
     "sign_test_items",
+    "sign_test_power",
     "stratified_bootstrap",
     "unpaired_se",
+    "variance_components",
     "wilson",
+    "z_total",
 ]

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._proportion import Z_95
 from ._validate import as_count, as_float_array, check_same_length
 
 
@@ -138,3 +139,44 @@ def unpaired_se(a: Sequence[float], b: Sequence[float]) -> float:
         return math.nan
     var = np.var(xa, ddof=1) / xa.size + np.var(xb, ddof=1) / xb.size
     return float(math.sqrt(var))
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], z: float = Z_95
+) -> tuple[float, float, float]:
+    """Mean paired difference ``mean(a − b)`` with its normal interval from :func:`paired_se`.
+
+    ``d̄ ± z · sd(d_i)/sqrt(n)`` (Miller 2024, Eq. 7): the interval every suite printed for its
+    paired comparisons, now one function. For 0/1 scores and small n prefer reading it beside the
+    exact sign test and the Beta view (``prob_a_better``); for bounded non-binary scores (a
+    composite) ``paired_bootstrap`` is the distribution-free alternative.
+
+    Example: ``A = [1,1,0,1,0,1,1,0,1,1]``, ``B = [1,0,0,1,0,0,1,0,1,0]`` → 0.3 ± 1.96 ·
+    0.1527525 = (0.3, 0.000611, 0.599389).
+
+    Degenerate cases: no pairs → ``(nan, nan, nan)``; one pair → ``(d, nan, nan)`` (no spread,
+    no interval); every pair tied → ``(0.0, 0.0, 0.0)`` (zero observed variance: the normal
+    interval has zero width, which is why the suites print the MDE as "not estimable" there).
+
+    Args:
+        a: Per-item scores of engine A (item means if there are replicates).
+        b: Per-item scores of engine B, aligned with ``a``.
+        z: Standard-normal quantile (default: 95% two-sided).
+
+    Returns:
+        ``(difference, lower, upper)``.
+
+    Raises:
+        ValueError: Lengths differ, a value is not finite, or ``z`` negative / not finite.
+    """
+    if not (math.isfinite(z) and z >= 0):
+        raise ValueError(f"z must be a finite non-negative number, got {z!r}")
+    check_same_length(a, b, "a/b")
+    d = as_float_array(a, "a") - as_float_array(b, "b")
+    if d.size == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(np.mean(d))
+    se = paired_se(a, b)
+    if not math.isfinite(se):
+        return (mean, math.nan, math.nan)
+    return (mean, mean - z * se, mean + z * se)
