@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
+from sealedeval.engines.schemas import KindOptions
+from sealedeval.engines.schemas import register as register_options
 from sealedeval.registry import Registry
 
 # Retryable: the service may answer next time. Final: retrying would give the same bytes.
@@ -86,6 +88,12 @@ class Completion:
     response_json: str = ""
     """``compact(response)`` when the engine already has it (from the bytes it parsed), else
     empty and the dispatcher encodes ``response``."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache by this call (Anthropic's
+    ``cache_creation_input_tokens``); part of ``tokens_in``, priced apart from it."""
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's prompt cache (``cache_read_input_tokens``);
+    part of ``tokens_in``, priced apart from it."""
 
 
 class EngineError(Exception):
@@ -163,15 +171,22 @@ _capabilities: dict[str, CapabilityFn] = {}
 
 EngineFactory = Callable[..., Engine]
 engine_kinds: Registry[EngineFactory] = Registry("engine kind", group="sealedeval.engines")
-for _kind in ("openai_chat", "local", "reference", "kantesti"):
+for _kind in ("openai_chat", "anthropic", "local", "reference", "kantesti", "replay"):
     engine_kinds.add_lazy(_kind, f"sealedeval.engines.{_kind}")
 
 
 def engine_kind(
-    name: str, capabilities: Capabilities | CapabilityFn | None = None
+    name: str,
+    capabilities: Capabilities | CapabilityFn | None = None,
+    *,
+    options: KindOptions | None = None,
 ) -> Callable[[EngineFactory], EngineFactory]:
     """Register an engine kind with the capabilities it declares (a value, or a function of the
-    engine's config when they depend on it)."""
+    engine's config when they depend on it) and, for a kind from another package, the config
+    keys it takes (``options``: its per-kind schema; built-in kinds list theirs in
+    ``engines/schemas.py`` so a config is checked without importing them)."""
+    if options is not None:
+        register_options(name, options)
     caps = capabilities or Capabilities()
     if callable(caps):
         _capabilities[name] = caps

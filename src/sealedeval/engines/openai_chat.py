@@ -139,11 +139,16 @@ class OpenAIChatEngine:
     def identity(self) -> dict[str, Any]:
         return self.config.public()
 
-    async def start(self) -> None:
+    def _headers(self) -> dict[str, str]:
+        """The headers every call sends (kinds on the same transport add their own auth)."""
         headers = {"content-type": "application/json"}
         key = self.config.api_key()
         if key:
             headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    async def start(self) -> None:
+        headers = self._headers()
         t = self.config.timeout_s
         conc = self.config.concurrency
         if _have_aiohttp():

@@ -5,7 +5,13 @@ does not read (``n_ctx`` on an ``openai_chat`` engine, a typo) is an error namin
 kind's required key (``base_url`` of ``openai_chat``) is checked before anything runs — not
 discovered as a run of error rows. Kept free of the kinds' own imports (HTTP clients, llama.cpp)
 so loading a config stays cheap. A kind from another package (entry-point group
-``sealedeval.engines``) is checked by the central schema only.
+``sealedeval.engines``) registers its options with the kind (``engine_kind(name, caps,
+options=KindOptions(...))``, which calls ``register``); one that registers none is checked by
+the central schema only.
+
+Prices are per kind too: every kind is priced per input and output token (``COMMON``); only
+kinds whose API has a prompt cache take ``price_cache_write_per_mtok`` /
+``price_cache_read_per_mtok`` (``CACHE_PRICES``).
 """
 
 from __future__ import annotations
@@ -36,14 +42,36 @@ COMMON = frozenset(
         "price_out_per_mtok",
         "retention_note",
         "fail_on_error",
+        "retry_after_max_s",
     }
 )
 """What the dispatcher reads for every kind (limits, retries, prices, the error threshold)."""
+
+CACHE_PRICES = frozenset({"price_cache_write_per_mtok", "price_cache_read_per_mtok"})
+"""Prompt-cache prices, for the kinds whose API bills cache writes and reads apart."""
 
 KINDS: dict[str, KindOptions] = {
     "openai_chat": KindOptions(
         required=frozenset({"base_url"}),
         optional=frozenset({"api_key_env", "tool_protocol"}),
+    ),
+    "anthropic": KindOptions(
+        required=frozenset({"model", "api_key_env"}),
+        optional=frozenset(
+            {
+                "base_url",
+                "anthropic_version",
+                "prompt_cache",
+                "json_output",
+                "default_max_tokens",
+                "tool_protocol",
+            }
+        )
+        | CACHE_PRICES,
+    ),
+    "replay": KindOptions(
+        required=frozenset({"source"}),
+        optional=frozenset({"match", "json_schema", "tool_protocol"}),
     ),
     "local": KindOptions(
         optional=frozenset(
@@ -69,6 +97,14 @@ KINDS: dict[str, KindOptions] = {
 }
 
 
+def register(kind: str, options: KindOptions) -> None:
+    """The options of a kind from another package (called by ``engine_kind``); a built-in
+    kind's options cannot be replaced this way."""
+    if kind in KINDS and KINDS[kind] != options:
+        raise ValueError(f"engine kind {kind!r} already has registered options")
+    KINDS[kind] = options
+
+
 def check_engine(name: str, section: Mapping[str, Any], where: str) -> None:
     """One-line error for a key the kind does not take, or a key it needs that is missing."""
     from sealedeval.engines.base import engine_kinds
@@ -76,9 +112,12 @@ def check_engine(name: str, section: Mapping[str, Any], where: str) -> None:
     kind = str(section.get("kind"))
     opts = KINDS.get(kind)
     if opts is None:
-        if kind not in engine_kinds:
-            engine_kinds.get(kind)  # raises: unknown engine kind ..., did you mean ...
-        return
+        # raises for an unknown kind (did you mean ...); imports a plugin kind, which may
+        # register its options as it is defined
+        engine_kinds.get(kind)
+        opts = KINDS.get(kind)
+        if opts is None:
+            return
     allowed = COMMON | opts.required | opts.optional
     for key in sorted(section):
         if key not in allowed:

@@ -274,7 +274,9 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _model_step(step: int, comp: Completion) -> dict[str, Any]:
-    return {
+    """One model turn of the trajectory; prompt-cache tokens only when the engine used a
+    cache (so trajectories of kinds without one are unchanged)."""
+    out: dict[str, Any] = {
         "type": "model",
         "step": step,
         "message": comp.message or {"role": "assistant", "content": comp.output_text},
@@ -282,6 +284,10 @@ def _model_step(step: int, comp: Completion) -> dict[str, Any]:
         "tokens_in": comp.tokens_in,
         "tokens_out": comp.tokens_out,
     }
+    if comp.cache_write_tokens or comp.cache_read_tokens:
+        out["cache_write_tokens"] = comp.cache_write_tokens
+        out["cache_read_tokens"] = comp.cache_read_tokens
+    return out
 
 
 async def _native(
@@ -402,11 +408,17 @@ async def _keep_truncated(call: CallFn, request: Request) -> Completion:
         if e.kind != "truncated":
             raise
         usage = e.response.get("usage") or {}
+        # OpenAI's usage names, else the Messages API's (its input excludes cached tokens)
+        tokens_in = int(usage.get("prompt_tokens") or 0) or sum(
+            int(usage.get(k) or 0)
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        tokens_out = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
         return Completion(
             e.output_text,
             e.response,
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
+            tokens_in,
+            tokens_out,
             "length",
             message={"role": "assistant", "content": e.output_text},
         )

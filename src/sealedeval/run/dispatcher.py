@@ -12,6 +12,11 @@ Per-call Python work is kept small because on a fast server it, not the network,
 calls/s (``benchmarks/dispatch.py``): rows are plain dicts in schema order, the messages are
 encoded once per request (``Request.messages_json``: the key, the HTTP body and the row share
 it) and the other JSON columns go through the canonical encoder's fast path.
+
+A retry's wait is shown on the progress bar and, when it is long (``WAIT_LINE_S``) or the
+server asked for it (Retry-After), as a line on stderr: a run waiting out a rate limit must
+not look hung. Prompt-cache tokens (``Completion.cache_write_tokens`` / ``cache_read_tokens``)
+are summed over every call a row's solver makes and priced apart (``cost_usd``).
 """
 
 from __future__ import annotations
@@ -24,14 +29,14 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from sealedeval import __version__
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, Engine, EngineError, Request
 from sealedeval.run.gcpolicy import quiet_gc
-from sealedeval.run.retry import Attempts, RetryPolicy, with_retries
+from sealedeval.run.retry import DEFAULT_RETRY_AFTER_MAX_S, Attempts, RetryPolicy, with_retries
 from sealedeval.run.solvers import CallFn, Solver, SolveResult, get_solver, single_call
 
 __all__ = ["CallFn", "Dispatcher", "RunStats", "SolveResult", "Solver", "single_call"]
@@ -70,8 +75,22 @@ def now_iso() -> str:
     return f"{_second[1]}.{int((t - sec) * 1_000_000):06d}Z"
 
 
-def cost_usd(cfg: EngineConfig, tokens_in: int, tokens_out: int) -> float:
-    return (tokens_in * cfg.price_in_per_mtok + tokens_out * cfg.price_out_per_mtok) / 1e6
+WAIT_LINE_S: Final = 5.0
+"""Retry waits at least this long get their own stderr line (shorter ones only the bar's)."""
+
+
+def cost_usd(
+    cfg: EngineConfig, tokens_in: int, tokens_out: int, cache_write: int = 0, cache_read: int = 0
+) -> float:
+    """Cost of a row. ``tokens_in`` includes the prompt-cache tokens, which are priced at
+    ``price_cache_write_per_mtok`` / ``price_cache_read_per_mtok`` when the engine has them
+    (else as plain input): kinds without a cache cost exactly what they did before."""
+    p_in = cfg.price_in_per_mtok
+    p_write = float(cfg.extra.get("price_cache_write_per_mtok", p_in))
+    p_read = float(cfg.extra.get("price_cache_read_per_mtok", p_in))
+    fresh = tokens_in - cache_write - cache_read
+    total = fresh * p_in + cache_write * p_write + cache_read * p_read
+    return (total + tokens_out * cfg.price_out_per_mtok) / 1e6
 
 
 class Dispatcher:
@@ -91,8 +110,12 @@ class Dispatcher:
         self.solver = solver
         self.progress = progress
         self.policy = RetryPolicy(
-            self.cfg.max_retries, self.cfg.backoff_base_s, self.cfg.backoff_max_s
+            self.cfg.max_retries,
+            self.cfg.backoff_base_s,
+            self.cfg.backoff_max_s,
+            float(self.cfg.extra.get("retry_after_max_s", DEFAULT_RETRY_AFTER_MAX_S)),
         )
+        self._bar: Any = None
         # Fields every row of this dispatcher shares, in RAW_SCHEMA order with the per-row ones.
         self._const = {
             "engine": self.cfg.name,
@@ -124,21 +147,44 @@ class Dispatcher:
         row["status"] = "ok"
         return row
 
+    def _waiting(self, req: Request, wait: float, e: EngineError, attempt: int) -> None:
+        """Show a retry's wait: on the bar always, as a line when long or asked for."""
+        said = f", Retry-After {e.retry_after:g} s" if e.retry_after is not None else ""
+        note = f"waiting {wait:.1f} s ({e.kind}{said})"
+        if self._bar is not None:
+            self._bar.set_postfix_str(note, refresh=False)
+        if wait >= WAIT_LINE_S or e.retry_after is not None:
+            print(
+                f"{req.suite}/{self.cfg.name}: {req.item_id} try {attempt} {e.kind}: {note}",
+                file=sys.stderr,
+                flush=True,
+            )
+
     async def _one(self, req: Request, stats: RunStats) -> None:
         attempts = Attempts()
         engine, policy = self.engine, self.policy
+        cache = [0, 0]  # prompt-cache tokens written / read, over every call of this row
+
+        def on_wait(wait: float, e: EngineError, attempt: int) -> None:
+            self._waiting(req, wait, e, attempt)
 
         async def call(r: Request) -> Completion:
-            return await with_retries(
+            c = await with_retries(
                 lambda: engine.complete(r),
                 policy,
                 seed=zlib.crc32(r.request_key.encode()),
                 attempts=attempts,
+                on_wait=on_wait,
             )
+            cache[0] += c.cache_write_tokens
+            cache[1] += c.cache_read_tokens
+            return c
 
         started, t0 = now_iso(), time.perf_counter()
         try:
-            solver = self.solver or get_solver(req.solver)
+            # An engine that replays whole recorded rows is served by the ``replay`` solver.
+            name = "replay" if getattr(engine, "replays_rows", False) else req.solver
+            solver = self.solver or get_solver(name)
             res = await solver(engine, req, call)
         except EngineError as e:
             row = self._row(req, started, t0, attempts.n)
@@ -166,7 +212,11 @@ class Dispatcher:
             row["tokens_in"] = res.tokens_in if res.tokens_in is not None else c.tokens_in
             row["tokens_out"] = res.tokens_out if res.tokens_out is not None else c.tokens_out
             stats.ok += 1
-        row["cost_usd"] = cost_usd(self.cfg, row["tokens_in"], row["tokens_out"])
+        if row["status"] != "ok":
+            cache = [0, 0]  # an error row records no tokens, so no cache tokens either
+        row["cost_usd"] = cost_usd(
+            self.cfg, row["tokens_in"], row["tokens_out"], cache[0], cache[1]
+        )
         self.writer.append(row)
 
     async def run(self, requests: Sequence[Request], stats: RunStats) -> RunStats:
@@ -180,6 +230,7 @@ class Dispatcher:
             file=sys.stderr,
             mininterval=1.0,
         )
+        self._bar = bar
         todo = iter(requests)
 
         async def worker() -> None:

@@ -182,7 +182,10 @@ def _run_suite(
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
     engine = build_engine(
-        ecfg, answerer=p.suite.reference_answer, log_path=log_dir / f"{engine_name}.log"
+        ecfg,
+        answerer=p.suite.reference_answer,
+        log_path=log_dir / f"{engine_name}.log",
+        root=cfg.root,  # kinds that read project files (replay's source) resolve them here
     )
     requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
     if limit is not None:

@@ -38,6 +38,14 @@ async def single_call(engine: Engine, request: Request, call: CallFn) -> SolveRe
     return SolveResult(await call(request))
 
 
+@solvers.register("replay")
+async def replay_rows(engine: Engine, request: Request, call: CallFn) -> SolveResult:
+    """For engines that replay whole recorded rows (``replays_rows``, the ``replay`` kind):
+    the row's completion and trajectory as recorded, whatever solver made them; no call."""
+    completion, trajectory = engine.recorded(request)  # type: ignore[attr-defined]
+    return SolveResult(completion, list(trajectory), completion.tokens_in, completion.tokens_out)
+
+
 def get_solver(name: str) -> Solver:
     """Look a solver up; solver modules register on import."""
     return solvers.get(name)
