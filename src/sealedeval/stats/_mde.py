@@ -8,14 +8,14 @@ needs, estimated from the observed replicate scores of the two engines on the sa
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
 
 from ._paired import sign_test
-from ._validate import as_count, as_float_array, check_probability_level
+from ._validate import K, as_count, as_float_array, check_probability_level
 
 
 def _check_variances(omega2: float, sigma2_a: float, sigma2_b: float) -> None:
@@ -140,7 +140,7 @@ FloatSeq = Sequence[float]
 
 
 def variance_components(
-    scores_a: Mapping[Hashable, FloatSeq], scores_b: Mapping[Hashable, FloatSeq]
+    scores_a: Mapping[K, FloatSeq], scores_b: Mapping[K, FloatSeq]
 ) -> VarianceComponents:
     """Estimate ω², σ_A², σ_B² from per-item replicate scores of two engines on shared items.
 

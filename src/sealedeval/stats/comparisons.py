@@ -13,7 +13,7 @@ each family with :func:`adjust_families`, and store them in result.json; the tab
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
@@ -24,6 +24,7 @@ from ._multiple import holm
 from ._paired import paired_difference, sign_test_items
 from ._power import sample_size_items
 from ._proportion import Z_95, wilson
+from ._validate import K
 
 DEFAULT_DELTA: Final = 0.05
 """The difference a comparison is planned to detect unless a suite's plan says otherwise."""
@@ -164,8 +165,8 @@ def paired_comparison(
     family: str,
     a: str,
     b: str,
-    scores_a: Mapping[Hashable, Sequence[float]],
-    scores_b: Mapping[Hashable, Sequence[float]],
+    scores_a: Mapping[K, Sequence[float]],
+    scores_b: Mapping[K, Sequence[float]],
     plan: ComparisonPlan,
     *,
     unit: str = "item",
@@ -310,8 +311,8 @@ def adjust_families(comparisons: Sequence[Comparison]) -> list[Comparison]:
 
 
 def from_item_means(
-    means_a: Mapping[Hashable, float], means_b: Mapping[Hashable, float]
-) -> tuple[dict[Hashable, list[float]], dict[Hashable, list[float]]]:
+    means_a: Mapping[K, float], means_b: Mapping[K, float]
+) -> tuple[dict[K, list[float]], dict[K, list[float]]]:
     """Per-item means as one-score lists (a suite that keeps only item means: K taken as 1, so
     the within-item variance is folded into ω², see ``VarianceComponents``)."""
     return (
