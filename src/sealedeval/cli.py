@@ -164,6 +164,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     from sealedeval.fsutil import write_text_atomic
     from sealedeval.publish.build import REPORT_MD, RESULT, build
+    from sealedeval.publish.html import write_html
     from sealedeval.publish.scorecards import write_scorecards
 
     cfg = _cfg(args)
@@ -173,7 +174,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     print(f"wrote {RESULT} and {REPORT_MD}")
     for path in write_scorecards(cfg.root, json.loads(text)):
         print(f"wrote {path}")
+    print(f"wrote {write_html(cfg.root, json.loads(text))}")
     return 0
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from sealedeval.publish.view import serve
+
+    return serve(Path(args.results), port=args.port, open_browser=not args.no_browser)
 
 
 def cmd_suites(args: argparse.Namespace) -> int:
@@ -399,8 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("suite")
         s.set_defaults(fn=fn)
 
-    s = sub.add_parser("publish", parents=[common], help="write result.json and report.md")
+    s = sub.add_parser(
+        "publish", parents=[common], help="write result.json, report.md and report.html"
+    )
     s.set_defaults(fn=cmd_publish)
+
+    s = sub.add_parser("view", help="serve results/ on a loopback port and open report.html")
+    s.add_argument("--results", default="results", help="results folder (default: results)")
+    s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    s.add_argument("--no-browser", action="store_true", help="print the URL only")
+    s.set_defaults(fn=cmd_view)
 
     s = sub.add_parser("suites", parents=[common], help="list registered suites (and sources)")
     s.set_defaults(fn=cmd_suites)

@@ -49,6 +49,7 @@ include: "rules/audit.smk"
 TARGETS = [
     "results/result.json",
     "results/report.md",
+    "results/report.html",
     "results/figures",
     "results/report.pdf",
 ]

@@ -7,6 +7,8 @@ rule publish:
     output:
         result="results/result.json",
         report="results/report.md",
+        # One self-contained page: summary, sections, inline SVG figures, every sample.
+        html="results/report.html",
         # Each suite decides its scorecard files (publish.scorecards): a directory output.
         scorecards=directory("results/scorecards"),
     log:

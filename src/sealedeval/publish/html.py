@@ -1,0 +1,687 @@
+"""results/report.html: one self-contained page — summary, suite sections, figures, every sample.
+
+The page is what a reviewer opens first: a summary per suite (headline with its interval, seal
+and audit status, completeness, pre-registered comparisons), then each suite's report section
+(the same Markdown report.md gets from the suite's ``report_sections`` hook, converted here by a
+small deterministic Markdown subset) with its figures inlined as SVG, then a sample browser over
+every request: prompt, response, each grader's verdict and details, trajectory, error, latency
+and cost, with filters, free-text search and a ``#sample=<key>`` link per sample.
+
+Why one file with everything inline: it must open from a deposit or an e-mail attachment with no
+server and no network (a Content-Security-Policy of ``default-src 'none'`` makes the browser
+refuse any fetch, so "self-contained" is enforced, not hoped for). Why compressed chunks: at
+100k requests the prompts and answers are hundreds of MB of text; each chunk of samples is
+canonical JSON, deflated and base64-encoded in its own inert ``<script>`` element, and only the
+chunks a view needs are inflated (``DecompressionStream``), so the page paints before any sample
+data is parsed (``benchmarks/html.py`` measures size and load times).
+
+Determinism: no clock, canonical JSON, fixed zlib level, figures drawn by the same code (and
+bytes) as ``results/figures``. Publish imports no suite: sections come through the registry's
+presentation hooks.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sealedeval.canonical import compact
+from sealedeval.fsutil import write_text_atomic
+from sealedeval.plugins import presentation_hook
+from sealedeval.publish import generic, summary
+
+REPORT_HTML = Path("results/report.html")
+
+CHUNK_SAMPLES = 400
+"""Samples per compressed chunk: opening one sample inflates one chunk (~ms), while the per-chunk
+overhead (a script element, a deflate stream restart) stays small at 100k samples (250 chunks)."""
+
+SNIPPET_CHARS = 120
+"""Characters of the answer (or error) shown in the sample list, before a sample is opened."""
+
+ZLIB_LEVEL = 9
+"""Fixed compression level: the bytes of the page depend on it, so it is a constant."""
+
+_GRADED_BASE = (
+    "request_key",
+    "engine",
+    "item_id",
+    "condition",
+    "repeat",
+    "status",
+    "grader",
+    "grader_version",
+    "score",
+    "passed",
+    "category",
+    "details",
+    "suite",
+    "suite_version",
+)
+"""The graded-row fields every grader writes (stages/grade.py); the rest are a suite's extras."""
+
+
+# -- Markdown subset ---------------------------------------------------------------------------
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_EM = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_SAFE_URL = re.compile(r"^(https?://|mailto:|#|[\w./-])", re.IGNORECASE)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_LIST = re.compile(r"^(\s*)([-*+]|\d+\.)\s+(.*)$")
+_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+
+
+def _link(m: re.Match[str]) -> str:
+    bang, text, url = m.groups()
+    if not _SAFE_URL.match(html.unescape(url)) or url.lower().startswith("javascript"):
+        return m.group(0)
+    if bang:  # images are not fetched: the figures are inlined separately; name the file
+        return f'<a href="{url}">{text or url}</a>'
+    return f'<a href="{url}">{text}</a>'
+
+
+def inline_md(text: str) -> str:
+    """Escape ``text`` and apply the inline subset: `code`, **bold**, *emphasis*, [links](url)."""
+    out = []
+    for i, part in enumerate(_CODE_SPAN.split(text)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+            continue
+        s = html.escape(part)
+        s = _LINK.sub(_link, s)
+        s = _BOLD.sub(r"<strong>\1</strong>", s)
+        s = _EM.sub(r"<em>\1</em>", s)
+        out.append(s)
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
+
+
+def _table(lines: Sequence[str]) -> str:
+    rows = [_cells(x) for x in lines if not _TABLE_RULE.match(x.strip())]
+    has_head = len(lines) > 1 and bool(_TABLE_RULE.match(lines[1].strip()))
+    out = ['<div class="table-wrap"><table>']
+    if has_head and rows:
+        out.append("<thead><tr>" + "".join(f"<th>{inline_md(c)}</th>" for c in rows[0]))
+        out.append("</tr></thead>")
+        rows = rows[1:]
+    out.append("<tbody>")
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{inline_md(c)}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _list(lines: Sequence[str]) -> str:
+    """Nested lists by indentation (two spaces or more per level, as our sections write them)."""
+    out: list[str] = []
+    stack: list[tuple[int, str]] = []  # (indent, tag)
+    for line in lines:
+        m = _LIST.match(line)
+        if m is None:  # a continuation line of the previous item
+            out.append(" " + inline_md(line.strip()))
+            continue
+        indent, marker, body = len(m.group(1)), m.group(2), m.group(3)
+        tag = "ol" if marker[0].isdigit() else "ul"
+        if stack and indent > stack[-1][0]:
+            stack.append((indent, tag))
+            out.append(f"<{tag}><li>")
+        else:
+            while stack and indent < stack[-1][0]:
+                out.append(f"</li></{stack.pop()[1]}>")
+            if stack:
+                out.append("</li><li>")
+            else:
+                stack.append((indent, tag))
+                out.append(f"<{tag}><li>")
+        out.append(inline_md(body))
+    while stack:
+        out.append(f"</li></{stack.pop()[1]}>")
+    return "".join(out)
+
+
+def markdown_html(text: str, *, heading_offset: int = 0) -> str:
+    """HTML for the Markdown our report sections use: ATX headings, pipe tables, (nested) lists,
+    fenced code, paragraphs and the inline subset. Deterministic and escaping every text: a
+    prompt quoted in a section cannot inject markup."""
+    lines = text.splitlines()
+    out: list[str] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.append("<p>" + inline_md(" ".join(para)) + "</p>")
+            para.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                j += 1
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1 : j])) + "</code></pre>")
+            i = j + 1
+            continue
+        h = _HEADING.match(line)
+        if h:
+            flush()
+            level = min(6, len(h.group(1)) + heading_offset)
+            out.append(f"<h{level}>{inline_md(h.group(2).strip())}</h{level}>")
+        elif stripped.startswith("|"):
+            flush()
+            j = i
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                j += 1
+            out.append(_table(lines[i:j]))
+            i = j
+            continue
+        elif _LIST.match(line) and not (para and line.startswith(" ")):
+            flush()
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and not _HEADING.match(lines[j]):
+                if not (_LIST.match(lines[j]) or lines[j].startswith(" ")):
+                    break
+                j += 1
+            out.append(_list(lines[i:j]))
+            i = j
+            continue
+        elif not stripped:
+            flush()
+        else:
+            para.append(stripped)
+        i += 1
+    flush()
+    return "\n".join(out)
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+_SVG_START = re.compile(rb"<svg\b")
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+_ID = re.compile(r'\bid="([^"]+)"')
+_HREF = re.compile(r'((?:xlink:)?href)="#([^"]+)"')
+_URL = re.compile(r"url\(#([^)]+)\)")
+
+
+def inline_svg(data: bytes, prefix: str) -> str:
+    """An SVG file as an element inside the page: the XML prolog, DOCTYPE and metadata dropped,
+    every id (and each reference to one) prefixed, since matplotlib reuses ids such as
+    ``figure_1`` and clip paths across files and one page holds every figure."""
+    m = _SVG_START.search(data)
+    if m is None:
+        raise ValueError(f"figure {prefix}: not an SVG")
+    text = data[m.start() :].decode("utf-8")
+    text = _METADATA.sub("", text)
+    text = _ID.sub(lambda x: f'id="{prefix}-{x.group(1)}"', text)
+    text = _HREF.sub(lambda x: f'{x.group(1)}="#{prefix}-{x.group(2)}"', text)
+    text = _URL.sub(lambda x: f"url(#{prefix}-{x.group(1)})", text)
+    return text.strip()
+
+
+def figure_svgs(result: Mapping[str, Any]) -> list[tuple[str, str, str, bytes]]:
+    """``(suite, stem, caption, svg bytes)`` for every figure, drawn by publish.figures (the same
+    bytes ``sealedeval figures`` writes under results/figures/)."""
+    from sealedeval.publish import figures
+
+    drawn = figures.build_figures(result, formats=("svg",))
+    out = []
+    for suite, spec in figures.specs(result):
+        stem = figures.stem(suite, spec)
+        out.append((suite, stem, spec.caption, drawn[f"{stem}.svg"]))
+    return out
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+def _json_field(text: Any, default: Any) -> Any:
+    """A raw row's JSON-string column as a value (kept as text when it is not JSON: shown as is,
+    never dropped)."""
+    if text is None or text == "":
+        return default
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _grade(g: Mapping[str, Any]) -> dict[str, Any]:
+    extra = {k: v for k, v in g.items() if k not in _GRADED_BASE and v is not None}
+    return {
+        "grader": g.get("grader"),
+        "version": g.get("grader_version"),
+        "score": g.get("score"),
+        "passed": g.get("passed"),
+        "category": g.get("category"),
+        "details": _json_field(g.get("details"), {}),
+        "extra": extra,
+    }
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def suite_samples(
+    suite: str, raw: Iterable[Mapping[str, Any]], graded: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """One sample per request of ``suite``: the latest raw row of its key joined with every graded
+    row of that key (a suite may grade one answer with several graders). A graded key with no raw
+    row still becomes a sample (marked so): nothing is silently dropped. Ordered by engine, item,
+    condition, repeat and key, so the browser lists related requests together."""
+    by_key: dict[str, list[Mapping[str, Any]]] = {}
+    for g in graded:
+        by_key.setdefault(str(g.get("request_key")), []).append(g)
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for r in raw:
+        key = str(r["request_key"])
+        seen.add(key)
+        out.append(
+            {
+                "key": key,
+                "suite": suite,
+                "engine": str(r["engine"]),
+                "condition": str(r["condition"]),
+                "item": str(r["item_id"]),
+                "repeat": int(r["repeat"] or 0),
+                "status": str(r["status"]),
+                "error_kind": str(r.get("error_kind") or ""),
+                "error_message": str(r.get("error_message") or ""),
+                "latency_s": _num(r.get("latency_s")),
+                "cost_usd": _num(r.get("cost_usd")),
+                "tokens_in": int(r.get("tokens_in") or 0),
+                "tokens_out": int(r.get("tokens_out") or 0),
+                "attempts": int(r.get("attempts") or 1),
+                "finish_reason": str(r.get("finish_reason") or ""),
+                "engine_path": str(r.get("engine_path") or ""),
+                "model": str(r.get("model") or ""),
+                "seed": int(r.get("seed") or 0),
+                "params": _json_field(r.get("params"), {}),
+                "messages": _json_field(r.get("messages"), []),
+                "output": str(r.get("output_text") or ""),
+                "trajectory": _json_field(r.get("trajectory"), []),
+                "grades": [_grade(g) for g in by_key.get(key, [])],
+                "raw": True,
+            }
+        )
+    for key, gs in by_key.items():
+        if key in seen:
+            continue
+        g0 = gs[0]
+        out.append(
+            {
+                "key": key,
+                "suite": suite,
+                "engine": str(g0.get("engine") or ""),
+                "condition": str(g0.get("condition") or ""),
+                "item": str(g0.get("item_id") or ""),
+                "repeat": int(g0.get("repeat") or 0),
+                "status": str(g0.get("status") or ""),
+                "error_kind": "",
+                "error_message": "graded row without a raw row under results/raw",
+                "latency_s": 0.0,
+                "cost_usd": 0.0,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "attempts": 0,
+                "finish_reason": "",
+                "engine_path": "",
+                "model": "",
+                "seed": 0,
+                "params": {},
+                "messages": [],
+                "output": "",
+                "trajectory": [],
+                "grades": [_grade(g) for g in gs],
+                "raw": False,
+            }
+        )
+    out.sort(key=lambda s: (s["engine"], s["item"], s["condition"], s["repeat"], s["key"]))
+    return out
+
+
+def read_samples(root: Path, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every published suite's samples, from what publish already reads: the graded file the
+    grade stage wrote and the latest raw row per key (the prompts and answers are only there)."""
+    from sealedeval.stages import artifacts
+    from sealedeval.store.raw import latest_records, raw_files
+
+    out: list[dict[str, Any]] = []
+    for name in result.get("suites", {}):
+        graded = artifacts.read_graded(artifacts.graded_path(root, name))
+        out += suite_samples(name, latest_records(raw_files(root, name)), graded)
+    return out
+
+
+def verdict_tokens(grades: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the verdict filter matches on: ``<grader>: pass|fail|n/a`` per grader, each category
+    (``category: <c>``), ``all graders pass`` / ``some grader fails``, or ``ungraded``.
+    Per grader, because graders mean different things (golden's abstention grader "passes" an
+    abstention), so one pooled verdict per sample would mislead."""
+    if not grades:
+        return ["ungraded"]
+    out: list[str] = []
+    for g in grades:
+        p = g.get("passed")
+        out.append(f"{g.get('grader')}: {'n/a' if p is None else 'pass' if p else 'fail'}")
+        if g.get("category"):
+            out.append(f"category: {g.get('category')}")
+    passed = [g.get("passed") for g in grades]
+    if all(p is True for p in passed):
+        out.append("all graders pass")
+    if any(p is False for p in passed):
+        out.append("some grader fails")
+    return sorted(set(out))
+
+
+def _ids(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each sample's link id: its request key, prefixed by its suite only where two suites share
+    a key (keys hash the suite's request, so this does not happen in practice; kept unique)."""
+    counts: dict[str, int] = {}
+    for s in samples:
+        counts[s["key"]] = counts.get(s["key"], 0) + 1
+    return [s["key"] if counts[s["key"]] == 1 else f"{s['suite']}:{s['key']}" for s in samples]
+
+
+class _Dict:
+    """Values → small integer codes (first-seen order), so the index stores ints, not strings."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._code: dict[str, int] = {}
+
+    def code(self, v: str) -> int:
+        c = self._code.get(v)
+        if c is None:
+            c = self._code[v] = len(self.values)
+            self.values.append(v)
+        return c
+
+
+def _snippet(s: Mapping[str, Any]) -> str:
+    text = s["output"] or s["error_message"] or ""
+    text = " ".join(str(text).split())
+    return text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
+
+
+def sample_index(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The columns the list, the filters and the links need, one array per field: loaded at
+    start-up, so it holds no prompt or full answer (those stay in the chunks)."""
+    dicts = {k: _Dict() for k in ("suite", "engine", "condition", "status", "error_kind")}
+    verdicts = _Dict()
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "id",
+            "suite",
+            "engine",
+            "condition",
+            "status",
+            "error_kind",
+            "item",
+            "repeat",
+            "latency_s",
+            "cost_usd",
+            "verdicts",
+            "n_pass",
+            "n_graded",
+            "snippet",
+        )
+    }
+    for sid, s in zip(_ids(samples), samples, strict=True):
+        cols["id"].append(sid)
+        for k, d in dicts.items():
+            cols[k].append(d.code(str(s[k])))
+        cols["item"].append(s["item"])
+        cols["repeat"].append(s["repeat"])
+        cols["latency_s"].append(s["latency_s"])
+        cols["cost_usd"].append(s["cost_usd"])
+        cols["verdicts"].append([verdicts.code(v) for v in verdict_tokens(s["grades"])])
+        cols["n_pass"].append(sum(1 for g in s["grades"] if g.get("passed") is True))
+        cols["n_graded"].append(len(s["grades"]))
+        cols["snippet"].append(_snippet(s))
+    labels = {k: d.values for k, d in dicts.items()}
+    labels["verdict"] = verdicts.values
+    return {"n": len(samples), "chunk": CHUNK_SAMPLES, "labels": labels, "cols": cols}
+
+
+def _detail(s: Mapping[str, Any]) -> dict[str, Any]:
+    keep = (
+        "error_message",
+        "tokens_in",
+        "tokens_out",
+        "attempts",
+        "finish_reason",
+        "engine_path",
+        "model",
+        "seed",
+        "params",
+        "messages",
+        "output",
+        "trajectory",
+        "grades",
+        "raw",
+    )
+    return {k: s[k] for k in keep}
+
+
+def pack(obj: Any) -> str:
+    """Canonical JSON → deflate (zlib stream) → base64: what the page inflates with
+    ``DecompressionStream('deflate')``. base64 keeps the element inert and free of ``</script>``."""
+    data = zlib.compress(compact(obj).encode("utf-8"), ZLIB_LEVEL)
+    return base64.b64encode(data).decode("ascii")
+
+
+def unpack(text: str) -> Any:
+    """``pack``'s inverse (tests and the benchmark read the page's data back with it)."""
+    return json.loads(zlib.decompress(base64.b64decode(text)).decode("utf-8"))
+
+
+def sample_chunks(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [
+        pack([_detail(s) for s in samples[i : i + CHUNK_SAMPLES]])
+        for i in range(0, len(samples), CHUNK_SAMPLES)
+    ]
+
+
+# -- page --------------------------------------------------------------------------------------
+
+
+def _asset(name: str) -> str:
+    return (resources.files("sealedeval.publish") / "html_assets" / name).read_text("utf-8")
+
+
+def _section_markdown(name: str, section: Mapping[str, Any]) -> str:
+    render = presentation_hook(name, "report_sections")
+    if render is not None:
+        return str(render(section))
+    return generic.report_section(name, section)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _summary_html(result: Mapping[str, Any]) -> list[str]:
+    """The summary report.md and the PDF open with (``publish.summary``), as one card per suite:
+    the same records and the same sentences, so the three reports cannot disagree."""
+    out = ['<section id="summary"><h2>Summary</h2>']
+    out.append(
+        f'<p class="status">Status: <strong>{_e(result.get("status", ""))}</strong>. '
+        f"Rubric lock sha256 <code>{_e(result.get('rubric_lock_sha256', ''))}</code>. "
+        f"Config {_e(', '.join(result.get('config', {}).get('sources', [])))} "
+        f"(sha256 <code>{_e(str(result.get('config', {}).get('sha256', ''))[:16])}</code>). "
+        "Every line below is taken from result.json; the tables behind it follow.</p>"
+    )
+    out.append('<div class="cards">')
+    for s in summary.suite_summaries(result):
+        commits = ", ".join(f"`{c[:12]}`" for c in s.seal_commits) or "no seal commit"
+        rows = [
+            (
+                "Headline",
+                [f"{s.label}: {summary.headline_text(h)}" for h in s.headline]
+                or ["none reported by this suite's analysis"],
+            ),
+            ("Seal", [f"**{s.seal_status}** ({commits}), rubric `{s.rubric_sha256[:12]}`"]),
+            ("Audit", [s.audit]),
+            ("Completeness", [summary.completeness_text(c) for c in s.completeness] or ["no runs"]),
+            (
+                "Pre-registered comparisons",
+                [summary.comparison_text(c) for c in s.comparisons]
+                + (
+                    [f"and {s.more_comparisons} more in the suite's section"]
+                    if s.more_comparisons
+                    else []
+                )
+                or ["none in this run"],
+            ),
+        ]
+        if s.note:
+            rows.append(("Note", [s.note]))
+        cls = "card" if s.complete else "card incomplete"
+        out.append(f'<div class="{cls}" data-suite="{_e(s.suite)}">')
+        out.append(f'<h3><a href="#suite-{_slug(s.suite)}">{_e(s.suite)}</a></h3><dl>')
+        for label, lines in rows:
+            body = (
+                inline_md(lines[0])
+                if len(lines) == 1
+                else "<ul>" + "".join(f"<li>{inline_md(x)}</li>" for x in lines) + "</ul>"
+            )
+            out.append(f"<dt>{label}</dt><dd>{body}</dd>")
+        out.append("</dl></div>")
+    out.append("</div></section>")
+    return out
+
+
+def _engines_html(result: Mapping[str, Any]) -> list[str]:
+    rows = "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(e.get('kind', ''))}</td><td>{_e(e.get('model', ''))}</td>"
+        f"<td>${_e(e.get('price_in_per_mtok', 0))} / ${_e(e.get('price_out_per_mtok', 0))}</td>"
+        "</tr>"
+        for k, e in result.get("engines", {}).items()
+    )
+    manifest = result.get("manifest", [])
+    n_rows = sum(int(m.get("rows", 0)) for m in manifest)
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(result.get("versions", {}).items()))
+    return [
+        '<section id="engines"><h2>Engines and provenance</h2>',
+        '<div class="table-wrap"><table><thead><tr><th>engine</th><th>kind</th><th>model</th>'
+        f"<th>price in/out per Mtok</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        f"<p>{len(manifest)} raw parts, {n_rows} rows (each with its sha256 in "
+        f"<code>result.json</code>'s manifest). Versions: {_e(versions)}.</p></section>",
+    ]
+
+
+def _browser_html() -> str:
+    return """<section id="samples"><h2>Samples</h2>
+<p class="hint">Every request of every suite: filter, search the prompts and answers, open a sample
+(its link is <code>#sample=&lt;request key&gt;</code>).</p>
+<div class="filters">
+<label>suite <select id="f-suite"></select></label>
+<label>engine <select id="f-engine"></select></label>
+<label>condition <select id="f-condition"></select></label>
+<label>status <select id="f-status"></select></label>
+<label>verdict <select id="f-verdict"></select></label>
+<label class="grow">search <input id="f-search" type="search"
+ placeholder="text in prompt, answer, error, grader details"></label>
+</div>
+<p id="sample-count" class="count">loading samples…</p>
+<div class="table-wrap"><table id="sample-table"><thead><tr><th>sample</th><th>suite</th>
+<th>engine</th><th>condition</th><th>item</th><th>repeat</th><th>status</th><th>verdict</th>
+<th>latency s</th><th>cost $</th><th>answer</th></tr></thead><tbody id="sample-rows"></tbody>
+</table></div>
+<div class="pager"><button id="page-prev" type="button">&larr; previous</button>
+<span id="page-info"></span><button id="page-next" type="button">next &rarr;</button></div>
+<div id="sample-detail" hidden></div>
+</section>"""
+
+
+def render_html(
+    result: Mapping[str, Any],
+    samples: Sequence[Mapping[str, Any]],
+    figures: Sequence[tuple[str, str, str, bytes]],
+) -> str:
+    """The page's text from result.json's dict, the samples and the drawn figures: a pure
+    function (two builds from the same inputs are byte-identical)."""
+    script = _asset("report.js")
+    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    csp = (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{script_hash}'"
+    )
+    title = f"{result.get('project', '')} — evaluation report"
+    suites = list(result.get("suites", {}))
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_asset('report.css')}</style></head><body>",
+        '<nav><a href="#summary">Summary</a>',
+        *(f'<a href="#suite-{_slug(n)}">{_e(n)}</a>' for n in suites),
+        '<a href="#samples">Samples</a><a href="#engines">Engines</a></nav><main>',
+        f"<h1>{_e(title)}</h1>",
+        *_summary_html(result),
+    ]
+    number = 0
+    for name, section in result.get("suites", {}).items():
+        out.append(f'<section class="suite" id="suite-{_slug(name)}">')
+        out.append(markdown_html(_section_markdown(name, section)))
+        figs = [f for f in figures if f[0] == name]
+        if figs:
+            out.append(f"<h3>{_e(name)}: figures</h3>")
+        for _, stem, caption, svg in figs:
+            number += 1
+            out.append(
+                f'<figure id="fig-{_e(stem)}">{inline_svg(svg, f"f{number}")}'
+                f"<figcaption>Figure {number}. {inline_md(caption)}</figcaption></figure>"
+            )
+        out.append("</section>")
+    out.append(_browser_html())
+    out += _engines_html(result)
+    out.append("</main>")
+    index = sample_index(samples)
+    out.append(f'<script type="application/octet-stream" id="se-index">{pack(index)}</script>')
+    for i, chunk in enumerate(sample_chunks(samples)):
+        out.append(f'<script type="application/octet-stream" id="se-c{i}">{chunk}</script>')
+    out.append(f"<script>{script}</script></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def build_html(root: Path, result: Mapping[str, Any]) -> str:
+    """report.html for the project at ``root`` from its result.json dict."""
+    return render_html(result, read_samples(root, result), figure_svgs(result))
+
+
+def write_html(root: Path, result: Mapping[str, Any]) -> Path:
+    write_text_atomic(root / REPORT_HTML, build_html(root, result))
+    return REPORT_HTML
