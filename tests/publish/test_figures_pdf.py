@@ -177,13 +177,13 @@ def test_report_md_references_every_figure_once_with_its_caption(built: dict[str
         assert re.search(rf"^\*Figure {i}\. \S.*\*$", md, re.M)
     # each suite's figures follow its own section
     marks = [
-        "## bloodpanel",
+        "\n## bloodpanel",
         "figures/bloodpanel_composite.svg",
-        "## golden",
+        "\n## golden",
         "figures/golden_accuracy.svg",
-        "## grounding",
+        "\n## grounding",
         "figures/grounding_track_a.svg",
-        "## Engines",
+        "\n## Engines",
     ]
     at = [md.index(m) for m in marks]
     assert at == sorted(at)

@@ -1,9 +1,10 @@
-"""results/report.pdf (reportlab): the seal, methods, every table and figure, limitations, manifest.
+"""results/report.pdf (reportlab): the summary page, then the appendix — the seal, methods,
+every table and figure, limitations, the manifest with full sha256.
 
-Built from result.json's dict, report.md's text (its tables are parsed, so every suite section
-another module adds to report.md reaches the PDF without code here) and the PNG figures. Nothing
-reads a clock: reportlab's ``invariant=1`` fixes the document id and dates, so two builds from the
-same inputs are byte-identical.
+Built from result.json's dict, report.md's text (its summary and tables are parsed, so every
+suite section another module adds to report.md reaches the PDF without code here) and the PNG
+figures. Nothing reads a clock: reportlab's ``invariant=1`` fixes the document id and dates, so
+two builds from the same inputs are byte-identical.
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 
 
 def parse_markdown(text: str) -> list[tuple[str, Any]]:
-    """Blocks of report.md: ("h1".."h3", text), ("p", text), ("table", rows) and
-    ("image", (file stem, caption)) for a figure line, whose caption is the italic line below it
-    (else the alt text)."""
+    """Blocks of report.md: ("h1".."h3", text), ("p", text), ("li", text) for a "- " list
+    item (indented continuation lines joined), ("table", rows) and ("image", (file stem,
+    caption)) for a figure line, whose caption is the italic line below it (else the alt
+    text)."""
     blocks: list[tuple[str, Any]] = []
     lines = text.splitlines()
     i = 0
@@ -86,6 +88,13 @@ def parse_markdown(text: str) -> list[tuple[str, Any]]:
             flush()
             level = len(line) - len(line.lstrip("#"))
             blocks.append((f"h{min(level, 3)}", line.lstrip("#").strip()))
+        elif line.startswith("- "):
+            flush()
+            item = [line[2:].strip()]
+            while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip():
+                i += 1
+                item.append(lines[i].strip())
+            blocks.append(("li", " ".join(item)))
         elif line.startswith("|"):
             flush()
             rows = []
@@ -136,16 +145,57 @@ def seal_lines(result: Mapping[str, Any], anchors: Sequence[str]) -> list[str]:
     return out
 
 
+MANIFEST_HEADER = ["file", "rows", "sha256"]
+"""report.md's manifest table (shortened hashes); the PDF prints the full sha256 in its place."""
+
+CELL_PT = 3.6
+"""Approximate width in points of one character of the 7-point table font (Helvetica averages
+about half an em), used to size table columns to their content."""
+
+CELL_CAP = 48
+"""A cell longer than this many characters wraps: it asks for no more width than this."""
+
+FIGURE_MARGIN = 7
+"""Centimetres of page height a figure leaves free (caption, header); a taller one is scaled."""
+
+
+def column_widths(rows: Sequence[Sequence[str]], width: float) -> list[float]:
+    """Column widths in points summing to ``width``: each column asks for its longest cell (up
+    to ``CELL_CAP`` characters) and never less than its longest word, so narrow columns (counts,
+    ids) stop wasting the width that long text needs. Equal widths made wide tables two to
+    three times taller than their content."""
+    ncol = max(len(r) for r in rows)
+    want, least = [0.0] * ncol, [0.0] * ncol
+    for r in rows:
+        for j, c in enumerate(r):
+            text = re.sub(r"[*`]", "", c)
+            longest_word = max((len(w) for w in text.split()), default=0)
+            want[j] = max(want[j], min(len(text), CELL_CAP) * CELL_PT + 6)
+            least[j] = max(least[j], min(longest_word, CELL_CAP) * CELL_PT + 6)
+    want = [max(w, 18.0) for w in want]
+    least = [min(max(x, 18.0), w) for x, w in zip(least, want, strict=True)]
+    if sum(want) <= width:
+        return [w * width / sum(want) for w in want]
+    if sum(least) >= width:
+        return [x * width / sum(least) for x in least]
+    k = (width - sum(least)) / (sum(want) - sum(least))
+    return [x + (w - x) * k for x, w in zip(least, want, strict=True)]
+
+
 def build_pdf(
     result: Mapping[str, Any],
     report_md: str,
     figures: Sequence[Path] = (),
     anchors: Sequence[str] = (),
 ) -> bytes:
-    """The PDF bytes. ``figures`` are PNG paths: each is placed where report.md references it
-    (by file stem); any that report.md does not reference follow under "Other figures", in
-    the order given, so no figure is left out. A reference to a figure missing from
-    ``figures`` is an error (the figures were not rebuilt with report.md)."""
+    """The PDF bytes: the summary page of report.md first, then the appendix (the seal and its
+    anchors, methods, every table and figure of report.md, limitations; the raw-run manifest
+    with full sha256).
+
+    ``figures`` are PNG paths: each is placed where report.md references it (by file stem),
+    at the full text width; any that report.md does not reference follow under "Other
+    figures", in the order given, so no figure is left out. A reference to a figure missing
+    from ``figures`` is an error (the figures were not rebuilt with report.md)."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
@@ -161,40 +211,36 @@ def build_pdf(
         TableStyle,
     )
 
+    from sealedeval.publish.report_md import APPENDIX
+
     ss = getSampleStyleSheet()
     body, small = ss["BodyText"], ss["BodyText"].clone("small", fontSize=7, leading=8.5)
-    width = A4[0] - 4 * cm
-    story: list[Any] = [
-        Paragraph(_inline(f"{result['project']} — evaluation report"), ss["Title"]),
-        Spacer(1, 0.5 * cm),
-        Paragraph("Seal", ss["Heading2"]),
-    ]
-    story += [Paragraph(s, body) for s in seal_lines(result, anchors)]
-    story += [
-        Spacer(1, 0.3 * cm),
-        Paragraph(
-            "Every number in this report is rebuilt from the raw runs listed in the manifest; "
-            "<font face='Courier'>sealedeval audit</font> re-derives result.json byte for byte.",
-            body,
-        ),
-        PageBreak(),
-        Paragraph("Methods", ss["Heading1"]),
-    ]
-    methods = sorted({s["analysis"].get("methods", "") for s in result["suites"].values()} - {""})
-    story += [Paragraph(_inline(m), body) for m in methods] or [Paragraph("See below.", body)]
+    item = ss["BodyText"].clone(
+        "item", fontSize=8.5, leading=10.5, leftIndent=10, bulletIndent=0, spaceBefore=1
+    )
+    width = A4[0] - 3 * cm
+    style = {"h1": ss["Heading1"], "h2": ss["Heading1"], "h3": ss["Heading2"]}
+    story: list[Any] = [Paragraph(_inline(f"{result['project']} — evaluation report"), ss["Title"])]
 
     def add_table(rows: list[list[str]]) -> None:
         if not rows:
             return
+        if rows[0] == MANIFEST_HEADER:
+            rows = [MANIFEST_HEADER] + [
+                [m["path"], str(m["rows"]), m["sha256"]] for m in result["manifest"]
+            ]
         ncol = max(len(r) for r in rows)
-        data = [[Paragraph(_inline(c), small) for c in r + [""] * (ncol - len(r))] for r in rows]
-        t = LongTable(data, colWidths=[width / ncol] * ncol, repeatRows=1)
+        rows = [r + [""] * (ncol - len(r)) for r in rows]
+        data = [[Paragraph(_inline(c), small) for c in r] for r in rows]
+        t = LongTable(data, colWidths=column_widths(rows, width), repeatRows=1)
         t.setStyle(
             TableStyle(
                 [
                     ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
                     ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#eeeeee")),
                     ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                    ("TOPPADDING", (0, 0), (-1, -1), 1.5),
+                    ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
                 ]
             )
         )
@@ -205,27 +251,55 @@ def build_pdf(
 
     def add_figure(f: Path, caption: str) -> None:
         img = Image(str(f))
-        scale = min(1.0, width / img.imageWidth, (A4[1] - 8 * cm) / img.imageHeight)
+        # fill the text width (small figures are scaled up: a figure drawn at 100 dpi in a
+        # 4-inch box was printed at 4 inches, its labels at 7 points); cap the height
+        scale = min(width / img.imageWidth, (A4[1] - FIGURE_MARGIN * cm) / img.imageHeight)
         img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
         story.append(KeepTogether([img, Paragraph(_inline(caption), small), Spacer(1, 8)]))
 
-    style = {"h1": ss["Heading1"], "h2": ss["Heading1"], "h3": ss["Heading2"]}
-    for kind, content in parse_markdown(report_md)[1:]:  # [0] is report.md's own title
-        if kind == "image":
-            name, caption = content
-            if name not in pngs:
-                raise UserError(
-                    f"report.md references figure {name} but {FIGURES_DIR}/{name}.png is missing;"
-                    " run `sealedeval figures` first"
-                )
-            add_figure(pngs[name], f"{caption} ({name})")
-            placed.add(name)
-        elif kind == "table":
-            add_table(content)
-        elif kind == "p":
-            story.append(Paragraph(_inline(content), body))
-        else:
-            story.append(Paragraph(_inline(content), style[kind]))
+    def add_blocks(blocks: Sequence[tuple[str, Any]]) -> None:
+        for kind, content in blocks:
+            if kind == "image":
+                name, caption = content
+                if name not in pngs:
+                    raise UserError(
+                        f"report.md references figure {name} but {FIGURES_DIR}/{name}.png is "
+                        "missing; run `sealedeval figures` first"
+                    )
+                add_figure(pngs[name], f"{caption} ({name})")
+                placed.add(name)
+            elif kind == "table":
+                add_table(content)
+            elif kind == "li":
+                story.append(Paragraph(_inline(content), item, bulletText="•"))
+            elif kind == "p":
+                story.append(Paragraph(_inline(content), body))
+            else:
+                story.append(Paragraph(_inline(content), style[kind]))
+
+    blocks = parse_markdown(report_md)[1:]  # [0] is report.md's own title
+    cut = APPENDIX.lstrip("#").strip()
+    at = next((i for i, (k, c) in enumerate(blocks) if k == "h2" and c == cut), 0)
+    add_blocks(blocks[:at])  # the summary page
+    if at:
+        story.append(PageBreak())
+    story += [
+        Paragraph(_inline(cut if at else "Appendix"), ss["Title"]),
+        Paragraph("Seal", ss["Heading1"]),
+    ]
+    story += [Paragraph(s, body) for s in seal_lines(result, anchors)]
+    story += [
+        Spacer(1, 0.3 * cm),
+        Paragraph(
+            "Every number in this report is rebuilt from the raw runs listed in the manifest; "
+            "<font face='Courier'>sealedeval audit</font> re-derives result.json byte for byte.",
+            body,
+        ),
+        Paragraph("Methods", ss["Heading1"]),
+    ]
+    methods = sorted({s["analysis"].get("methods", "") for s in result["suites"].values()} - {""})
+    story += [Paragraph(_inline(m), body) for m in methods] or [Paragraph("See below.", body)]
+    add_blocks(blocks[at + 1 if at else 0 :])
 
     rest = [f for f in figures if f.stem not in placed]
     if rest:
@@ -233,13 +307,8 @@ def build_pdf(
         for f in rest:
             add_figure(f, f"Figure: {f.name}")
 
-    story += [PageBreak(), Paragraph("Limitations and threats to validity", ss["Heading1"])]
+    story += [Paragraph("Limitations and threats to validity", ss["Heading1"])]
     story += [Paragraph("• " + _inline(x), body) for x in LIMITATIONS]
-    story += [Paragraph("Raw-run manifest (full sha256)", ss["Heading1"])]
-    add_table(
-        [["file", "rows", "sha256"]]
-        + [[m["path"], str(m["rows"]), m["sha256"]] for m in result["manifest"]]
-    )
 
     buf = io.BytesIO()
     doc = SimpleDocTemplate(
@@ -251,8 +320,10 @@ def build_pdf(
         creator="sealedeval",
         producer="sealedeval",
         subject=f"rubric lock {result['rubric_lock_sha256']}",
-        leftMargin=2 * cm,
-        rightMargin=2 * cm,
+        leftMargin=1.5 * cm,
+        rightMargin=1.5 * cm,
+        topMargin=1.5 * cm,
+        bottomMargin=1.5 * cm,
     )
     doc.build(story)
     return buf.getvalue()

@@ -37,13 +37,25 @@ def figure_refs(suite: str, figs: list[FigureSpec], number: dict[str, int]) -> l
     return out
 
 
+APPENDIX = "## Appendix: the tables behind the summary"
+"""The heading between the summary page and the detail; report.pdf breaks the page here."""
+
+
 def render_report(result: Mapping[str, Any]) -> str:
+    """report.md: the one-page summary first (``publish.summary``, the same one report.pdf and
+    report.html open with), then the appendix: seal and completeness, every suite's section
+    and figures, engines, the raw-run manifest."""
+    from sealedeval.publish.summary import summary_markdown
+
     out = [
         f"# {result['project']} — evaluation report",
         "",
-        f"Status: **{result['status']}**. Rubric lock sha256 `{result['rubric_lock_sha256']}`.",
-        f"Config {', '.join(result['config']['sources'])} "
+        f"Rubric lock sha256 `{result['rubric_lock_sha256']}`; config "
+        f"{', '.join(result['config']['sources'])} "
         f"(sha256 `{result['config']['sha256'][:16]}`).",
+        "",
+        summary_markdown(result),
+        APPENDIX,
         "",
         "## Seal and completeness",
         "",

@@ -69,9 +69,13 @@ def new_figure(width: float = 6.4, height: float = 3.6) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def render_bytes(fig: Figure, fmt: str) -> bytes:
+def render_bytes(fig: Figure, fmt: str, dpi: float | None = None) -> bytes:
+    """The figure's bytes in ``fmt``; ``dpi`` sets a raster's resolution (default: 100)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, metadata=_METADATA[fmt])
+    if dpi:
+        fig.savefig(buf, format=fmt, metadata=_METADATA[fmt], dpi=dpi)
+    else:
+        fig.savefig(buf, format=fmt, metadata=_METADATA[fmt])
     return buf.getvalue()
 
 
@@ -178,3 +182,44 @@ def top_legend(ax: Axes, ncols: int = 2, top: float = 1.34) -> None:
 
 def no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+
+
+MDE_BAND = "#dddddd"
+"""Fill of the ±MDE band behind a difference (light grey: context, not data)."""
+
+
+def difference_mde_figure(
+    records: Sequence[Mapping[str, Any]], title: str, xlabel: str = "A − B (95% CI)"
+) -> Figure:
+    """Each comparison's difference with its interval over its ±MDE band.
+
+    ``records`` are ``stats.comparisons.Comparison`` dicts (diff, lo, hi, mde, name, n, p,
+    p_adj). A point inside its grey band is a difference the comparison could not have detected
+    at the plan's power; a missing difference is marked "n/a" in its row, never dropped.
+    """
+    fig = new_figure(6.4, 1.4 + 0.5 * max(1, len(records)))
+    ax = fig.add_subplot()
+    for i, c in enumerate(records):
+        mde = _finite(c.get("mde"))
+        if mde is not None and mde > 0:
+            ax.fill_betweenx([i - 0.35, i + 0.35], -mde, mde, color=MDE_BAND, linewidth=0, zorder=1)
+        p = point(c.get("diff"), c.get("lo"), c.get("hi"))
+        if p is None:
+            ax.text(0, i, "n/a", va="center", ha="center", fontsize="small")
+            continue
+        e, lo, hi = p
+        xerr = [[e - lo if lo is not None else 0.0], [hi - e if hi is not None else 0.0]]
+        ax.errorbar([e], [i], xerr=xerr, fmt="o", color=PALETTE[0], capsize=4, zorder=3)
+    ax.axvline(0, color="black", linewidth=0.5, zorder=2)
+    labels = []
+    for c in records:
+        adj = c.get("p_adj")
+        padj = f", Holm {adj:.3f}" if adj is not None else ""
+        mde = c.get("mde")
+        band = f", MDE {mde:.3f}" if mde is not None else ", MDE n/a"
+        labels.append(f"{c['name']}\nn={c['n']}, p={c['p']:.3f}{padj}{band}")
+    ax.set_yticks(range(len(records)), labels, fontsize="x-small")
+    ax.set_ylim(len(records) - 0.5, -0.5)
+    ax.set_xlabel(f"{xlabel}; grey: ±MDE at the plan's power")
+    ax.set_title(title, fontsize="medium")
+    return fig
