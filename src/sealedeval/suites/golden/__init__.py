@@ -22,6 +22,7 @@ from sealedeval.engines.base import Request
 from sealedeval.keys import derive_seed
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
+from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
 from sealedeval.suites.golden.items import (
@@ -206,7 +207,7 @@ class GoldenSuite:
                 **counts,  # n_total, n_ok, n_error, errors_by_kind
                 "complete": counts["n_error"] == 0,
                 "branches": branch_out,
-                "branch_comparisons": plan.branch_comparisons(branch_correct),
+                "branch_comparisons": plan.branch_comparisons(branch_correct, eng),
                 "judge": judging.judge_analysis(cfg.root, scfg, erows, tasks),
                 "probes": {
                     "injection": probing.injection_analysis(cfg.root, erows, tasks, files),
@@ -227,9 +228,14 @@ class GoldenSuite:
         pair = scfg.get("compare") or names[:2]
         comparisons = []
         if len(pair) == 2 and all(p in engines for p in pair):
-            c = plan.compare(pair[0], pair[1], correct)
+            c = plan.compare(pair[0], pair[1], correct, name=f"{pair[0]} vs {pair[1]} ({base})")
             c["condition"] = f"{base}/main"
             comparisons.append(c)
+        # Holm over each whole family: every engine's branch pairs, the engine pairs
+        adjust_families(
+            [c["paired"] for e in engines.values() for c in e["branch_comparisons"]]
+            + [c["paired"] for c in comparisons]
+        )
         return {
             "suite": self.name,
             "n_items": len(items),
@@ -246,6 +252,7 @@ class GoldenSuite:
             },
             "engines": engines,
             "comparisons": comparisons,
+            "comparison_plan": plan.COMPARISON_PLAN.describe(),
             "methods": plan.INTERVALS,
             "footer": self._footer(cfg, sorted(engines)),
             "metrics": sort_metrics(metrics),

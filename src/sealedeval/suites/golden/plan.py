@@ -5,6 +5,13 @@ and, beside them, with errors counted as failures (a lower bound). Repeats (temp
 seeds) give per-run correct counts with mean and sd, and pass@k / pass^k for k = 1..R, averaged over
 tasks. Two engines (or branches) are compared on the greedy run with an exact two-sided sign test
 on the tasks where they disagree. Twenty tasks cannot rank close systems: the report says so.
+
+Comparisons (issue 15, ``COMPARISON_PLAN``): every comparison also carries its paired difference
+with a normal 95% interval from the paired SE, the Holm-adjusted p within its family, the MDE at
+80% power for the tasks at hand and the tasks needed for δ = 0.05 (``stats.comparisons``); on
+fewer than 100 tasks, the Beta(1,1) view beside Wilson. Two families: ``branches`` — every pair
+of branches on every engine, one family for the whole suite — and ``engines`` — the engines
+compared on the base branch.
 """
 
 from __future__ import annotations
@@ -16,10 +23,22 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.stats import mean_pass_k_curves
+from sealedeval.stats.comparisons import ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
 INTERVALS = "Wilson 95% score interval for rates; exact two-sided sign test for paired comparisons"
+COMPARISON_PLAN = ComparisonPlan(
+    families={
+        "branches": "every pair of branches on every engine (main answers), the whole suite",
+        "engines": "the engines compared on the base branch's main answers",
+    },
+    delta=0.05,
+    alpha=0.05,
+    power=0.8,
+    correction="holm",
+)
+"""Pre-registered with the suite (this file is sealed): families, δ, α, power, correction."""
 
 
 def rate(k: int, n: int) -> dict[str, Any]:
@@ -138,8 +157,16 @@ def repeats_table(
     }
 
 
-def compare(a: str, b: str, correct: Mapping[str, Mapping[str, bool]]) -> dict[str, Any]:
-    """Exact sign test on tasks both engines completed; ``correct[engine][item]``."""
+def compare(
+    a: str,
+    b: str,
+    correct: Mapping[str, Mapping[str, bool]],
+    *,
+    family: str = "engines",
+    name: str | None = None,
+) -> dict[str, Any]:
+    """Exact sign test on tasks both engines completed; ``correct[engine][item]``. ``paired`` is
+    the comparison record (``stats.comparisons``; Holm is filled in once the family is whole)."""
     common = sorted(set(correct.get(a, {})) & set(correct.get(b, {})))
     a_only = sum(1 for i in common if correct[a][i] and not correct[b][i])
     b_only = sum(1 for i in common if correct[b][i] and not correct[a][i])
@@ -151,6 +178,16 @@ def compare(a: str, b: str, correct: Mapping[str, Mapping[str, bool]]) -> dict[s
         "a_only": a_only,
         "b_only": b_only,
         "p": stats.sign_test(a_only, b_only),
+        "paired": paired_comparison(
+            name or f"{a} vs {b}",
+            family,
+            a,
+            b,
+            {i: [float(v)] for i, v in correct.get(a, {}).items()},
+            {i: [float(v)] for i, v in correct.get(b, {}).items()},
+            COMPARISON_PLAN,
+            unit="task",
+        ),
     }
 
 
@@ -223,13 +260,17 @@ def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) ->
     }
 
 
-def branch_comparisons(correct: Mapping[str, Mapping[str, bool]]) -> list[dict[str, Any]]:
-    """Every pair of branches on the ``main`` answers: exact sign test on discordant tasks."""
+def branch_comparisons(
+    correct: Mapping[str, Mapping[str, bool]], engine: str = ""
+) -> list[dict[str, Any]]:
+    """Every pair of branches on the ``main`` answers: exact sign test on discordant tasks (family
+    ``branches``, adjusted over every engine's pairs by the caller)."""
     names = sorted(correct)
     out = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            c = compare(a, b, correct)
+            label = f"{engine}: {a} vs {b}" if engine else f"{a} vs {b}"
+            c = compare(a, b, correct, family="branches", name=label)
             c["condition"] = "main"
             out.append(c)
     return out

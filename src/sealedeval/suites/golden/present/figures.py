@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sealedeval.render.comparisons import has_records
 from sealedeval.render.figures import (
     FigureSpec,
+    difference_mde_figure,
     interval_bars,
     new_figure,
     no_data,
@@ -279,6 +281,22 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "regex grader on the branch transcripts it judged (n/a: κ undefined when a "
                 "grader gives one label). Wilson 95% intervals.",
                 lambda: _judge(a),
+            )
+        )
+    comps = [c for e in a["engines"].values() for c in e.get("branch_comparisons") or []]
+    comps += list(a.get("comparisons") or [])
+    if has_records(comps):
+        records = [c["paired"] for c in comps]
+        out.append(
+            FigureSpec(
+                "comparisons",
+                "golden: paired differences in greedy accuracy (branches on each engine, then "
+                "engines on the base branch) with normal 95% intervals from the paired SE, over "
+                "the ±MDE band at 80% power for the tasks each pair shares (grey): a difference "
+                "inside its band could not have been detected.",
+                lambda: difference_mde_figure(
+                    records, "golden: paired comparisons and what they could detect"
+                ),
             )
         )
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, pct, rate_ci, table
 
 
@@ -95,7 +96,25 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _branch_records(a: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for e in a["engines"].values() for c in e.get("branch_comparisons") or []]
+
+
 def _comparisons(a: Mapping[str, Any]) -> list[str]:
+    cs = _branch_records(a)
+    if has_records(cs):
+        n = max(c["n_items"] for c in cs)
+        return [
+            "Paired comparisons of branches (on the tasks both branches answered; exact two-sided "
+            "sign test on the tasks where they disagree). Every pair of branches on every engine "
+            "is one family for the Holm adjustment.",
+            "",
+            *comparison_block([c["paired"] for c in cs]),
+            f"{n} tasks cannot rank several systems: where the MDE exceeds the observed "
+            "difference the comparison could not have detected it, and a non-significant p is "
+            "not evidence of equality.",
+            "",
+        ]
     lines = []
     for eng, e in a["engines"].items():
         cs = e.get("branch_comparisons") or []
@@ -545,7 +564,10 @@ def render(section: Mapping[str, Any]) -> str:
     out += _transcripts(a)
     out += _judges(a)
     out += _probes(a)
-    if a["comparisons"]:
+    if a["comparisons"] and has_records(a["comparisons"]):
+        out += ["### Engines compared (base branch, exact sign test)", ""]
+        out += comparison_block([c["paired"] for c in a["comparisons"]])
+    elif a["comparisons"]:
         out += ["### Engines compared (base branch, exact sign test)", ""]
         out.append(
             table(
