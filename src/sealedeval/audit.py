@@ -74,6 +74,7 @@ class Auditor:
         self._guard("config as built", self.check_config)
         self._guard("result re-derives", self.check_rederive)
         self._guard("environment", self.check_environment)
+        self._guard("design as sealed", self.check_design)
         self._guard("counts add up", self.check_counts)
         self._guard("ledger chain", self.check_ledger)
         self._guard("ledgered parts", self.check_ledger_parts)
@@ -334,6 +335,90 @@ class Auditor:
             else "same library versions as the build",
             warn=True,
         )
+
+    def check_design(self) -> None:
+        """The result keeps the design sealed for its profile (``seal/design.py``): every sealed
+        suite, engine (same model) and comparison is in it, and the design was already in the
+        lock at the commit every row is bound to — so it predates the calls as the rubric does.
+        An engine the design does not name is allowed and named "added after the seal"; a
+        changed parameter (repeats, counts) is a WARN with both values."""
+        from sealedeval.seal import design
+
+        if self.result is None:
+            return
+        doc = lock.read(self.root)
+        key = design.profile_key(self.cfg.sources)
+        entry = design.sealed_design(doc, self.cfg.sources)
+        if entry is None:
+            self.add(
+                "design as sealed",
+                False,
+                f"no design sealed for {key}: engines, sizes and comparisons were not "
+                "pre-registered (`sealedeval seal` with this config before the first run)",
+                warn=True,
+            )
+            return
+        problems: list[str] = []
+        notes: list[str] = []
+        changes: list[str] = []
+        suites = self.result.get("suites") or {}
+        ledgered = {e["suite"] for e in self._entries()}
+        not_run: list[str] = []
+        for name in sorted(entry.get("suites") or {}):
+            if name not in suites:
+                if name in ledgered:  # it ran, and the result leaves it out
+                    problems.append(f"{name}: sealed suite ran but is missing from the result")
+                else:
+                    not_run.append(name)
+                continue
+            d = design.result_design(self.cfg, doc, name, suites[name])
+            problems += [f"{name}/{e}: sealed engine missing" for e in d["missing_engines"]]
+            problems += [
+                f"{name}/{e}: sealed engine answered by another model" for e in d["changed_engines"]
+            ]
+            problems += [f"{name}: sealed comparison {c} missing" for c in d["missing_comparisons"]]
+            notes += [f"{name}/{e} added after the seal" for e in d["added_after_seal"]]
+            changes += [f"{name}.{c}" for c in d["parameter_changes"]]
+        notes += [
+            f"{n}: suite added after the seal" for n in sorted(suites) if n not in entry["suites"]
+        ]
+        # the design in force at each call: the lock at the commit the rows are bound to. A
+        # design sealed only after the calls fails; one re-sealed since is disclosed, and what
+        # it promised then (an engine, a comparison) must still be in the result.
+        for commit in sorted({str(r["seal_commit"]) for r in self.rows if r["seal_commit"]}):
+            text = git.show(self.root, commit, lock.LOCK_NAME)
+            then = json.loads(text) if text else {}
+            was = design.sealed_design(then, self.cfg.sources)
+            if was is None:
+                problems.append(f"the design of {key} was not in {lock.LOCK_NAME} at {commit[:12]}")
+                continue
+            if was.get("sha256") == entry.get("sha256"):
+                continue
+            changes.append(f"design re-sealed after the calls bound to {commit[:12]}")
+            for name in sorted(set(was.get("suites") or {}) & set(suites)):
+                d = design.result_design(self.cfg, then, name, suites[name])
+                problems += [
+                    f"{name}/{e}: engine sealed at {commit[:12]} missing"
+                    for e in d["missing_engines"]
+                ]
+                problems += [
+                    f"{name}: comparison {c} sealed at {commit[:12]} missing"
+                    for c in d["missing_comparisons"]
+                ]
+        if problems:
+            self.add("design as sealed", False, "; ".join(problems[:4]))
+        elif changes or not_run:
+            said = [f"sealed but never run: {', '.join(not_run)}"] if not_run else []
+            if changes:
+                said.append("parameters changed since the seal: " + "; ".join(changes[:6]))
+            self.add("design as sealed", False, "; ".join(said), warn=True)
+        else:
+            self.add(
+                "design as sealed",
+                True,
+                f"{key}: {len(entry['suites'])} suites as sealed"
+                + (f"; {', '.join(notes)}" if notes else ""),
+            )
 
     def check_counts(self) -> None:
         if self.result is None:

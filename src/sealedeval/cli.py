@@ -7,9 +7,11 @@ because every file is written atomically.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from sealedeval import __version__
 from sealedeval.config import Config, load_config
@@ -40,14 +42,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_seal(args: argparse.Namespace) -> int:
     from sealedeval.plugins import get_suite
-    from sealedeval.seal import lock
+    from sealedeval.seal import design, lock
 
     cfg = _cfg(args)
     root = cfg.root
     names = sorted(cfg.data.get("suites", {}))
-    doc = lock.write(root, {n: get_suite(n).rubric_inputs() for n in names})
+    designs = design.kept_designs(root)
+    designs[design.profile_key(cfg.sources)] = design.profile_design(cfg, names)
+    doc = lock.write(root, {n: get_suite(n).rubric_inputs() for n in names}, designs)
     for name, entry in doc["suites"].items():
         print(f"{name}: {len(entry['files'])} inputs, sha256 {entry['sha256']}")
+    for key in doc["designs"]:
+        print(f"design of {key}: " + design.describe(doc["designs"][key]))
     print(f"wrote {lock.LOCK_NAME} (combined {doc['sha256']}); commit it before the first run:")
     extra = ""
     if args.tsa:
@@ -100,6 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = _cfg(args)
     shard = parse_shard(args.shard) if args.shard else None
     engines = [args.engine] if args.engine else list(cfg.suite(args.suite)["engines"])
+    status = _status_stream(args.status_fd)
     for eng in engines:
         stats = run_suite(
             cfg,
@@ -109,8 +116,36 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             shard=shard,
             allow_errors=args.allow_errors,
+            status=status,
         )
         print_stats(stats, args.suite, eng)
+    return 0
+
+
+def _status_stream(fd: int | None) -> IO[str] | None:
+    """The stream ``--status-fd`` names (the run rule opens it on Snakemake's stderr)."""
+    if fd is None:
+        return None
+    try:
+        return os.fdopen(fd, "w", buffering=1, closefd=False)
+    except OSError as e:
+        raise UserError(f"--status-fd {fd}: file descriptor not open ({e.strerror})") from None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from sealedeval.run.progress import status_rows, status_table
+    from sealedeval.store import ledger
+
+    cfg = _cfg(args)
+    entries = ledger.read(cfg.root)
+    rows = status_rows(entries, since=args.since)
+    if not rows:
+        what = f"since {args.since}" if args.since else "in the ledger"
+        print(f"engine runs {what}: none (nothing to call, or every call already stored)")
+        return 0
+    title = f"engine runs since {args.since}" if args.since else "latest engine run of each"
+    print(f"{title} ({ledger.LEDGER_NAME}):")
+    print(status_table(rows))
     return 0
 
 
@@ -391,6 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run without a committed seal; rows and result say 'not pre-registered'",
     )
     s.add_argument("--no-progress", action="store_true")
+    s.add_argument(
+        "--status-fd",
+        type=int,
+        metavar="FD",
+        help="also write throttled one-line progress reports to this file descriptor",
+    )
     s.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by request key)")
     s.add_argument(
         "--allow-errors",
@@ -398,6 +439,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 0 even when more calls errored than the engine's fail_on_error allows",
     )
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("status", parents=[common], help="one table of engine runs from the ledger")
+    s.add_argument(
+        "--since",
+        metavar="ISO_TIME",
+        help="runs that ended at or after this UTC time (default: the latest of each)",
+    )
+    s.set_defaults(fn=cmd_status)
 
     for name, fn, text in (
         ("grade", cmd_grade, "raw → results/graded/SUITE.parquet"),

@@ -93,6 +93,8 @@ class SuiteHooks(Protocol):
     - ``summary(section)``: the headline metric and the pre-registered comparisons of the
       report's summary page (``publish.summary.hints`` documents the shape); default: the
       first metric with an estimate and the analysis's ``hypotheses``/``comparisons``.
+    - ``design_comparisons(section)``: the engine pairs the sealed design pre-registers
+      (default: ``compare: [a, b]`` or ``comparisons: [[a, b], ...]``; ``seal/design.py``).
     """
 
     def report_sections(self, section: Mapping[str, Any]) -> str: ...

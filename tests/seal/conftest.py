@@ -86,9 +86,11 @@ class Project:
             rc = main([command, "--root", str(self.root), *args])
         return rc, out.getvalue(), err.getvalue()
 
-    def seal(self) -> None:
-        rc, _, err = self.cli("seal")
-        assert rc == 0, err
+    def seal(self, *configs: str) -> None:
+        """Seal the rubric and the design of each profile (none: the default config alone)."""
+        for cfg in configs or (None,):
+            rc, _, err = self.cli("seal", *(("-c", cfg) if cfg else ()))
+            assert rc == 0, err
 
     def run(self, *args: str, configs: tuple[str, ...] = (TINY,)) -> int:
         cfg = [a for c in configs for a in ("-c", c)]
@@ -159,7 +161,8 @@ def sealed_template(tmp_path_factory: pytest.TempPathFactory) -> Project:
     ):
         p.git("config", k, v)
     p.init_commit = p.commit("Inputs: config and golden data")
-    p.seal()
+    p.seal()  # the rubric and the default profile's design ...
+    p.seal(TINY)  # ... and the design of the profile the tests run
     p.seal_commit = p.commit("Seal rubric", "rubric.lock")
     assert p.run() == 0
     p.publish()

@@ -21,7 +21,7 @@ from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
-from sealedeval.seal import lock
+from sealedeval.seal import design, lock
 from sealedeval.store.raw import part_rows, raw_files
 
 RESULT = Path("results/result.json")
@@ -79,11 +79,15 @@ def assemble(
         raise UserError("results/raw: no raw runs for any enabled suite")
     suites: dict[str, Any] = {}
     identities: dict[str, str] = {}
+    lock_doc = lock.read(cfg.root) if (cfg.root / lock.LOCK_NAME).exists() else {"sha256": ""}
     for name, doc in docs.items():
-        suites[name] = {"seal": doc["seal"], "analysis": doc["analysis"]}
+        suites[name] = {
+            "seal": doc["seal"],
+            "design": design.result_design(cfg, lock_doc, name, doc),
+            "analysis": doc["analysis"],
+        }
         for eng, ident in doc["engines"].items():
             identities.setdefault(eng, ident)
-    lock_doc = lock.read(cfg.root) if (cfg.root / lock.LOCK_NAME).exists() else {"sha256": ""}
     pre_registered = all(s["seal"]["pre_registered"] for s in suites.values())
     result = {
         "format": "sealedeval.result/1",

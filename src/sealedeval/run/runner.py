@@ -178,6 +178,7 @@ def _run_suite(
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
     p = plan(cfg, suite_name, unsealed=unsealed)
+    _say_design(cfg, suite_name, engine_name)
     out_dir = raw_dir(cfg.root, suite_name, engine_name)
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -274,6 +275,16 @@ def check_errors(stats: RunStats, ecfg: EngineConfig, suite: str) -> None:
         )
 
 
+def _say_design(cfg: Config, suite: str, engine: str) -> None:
+    """Say, before the first call, when this engine is not part of the sealed design: the run
+    goes ahead (adding an engine is allowed), and the report will label it."""
+    from sealedeval.seal import design
+
+    status = design.run_status(cfg, suite, engine)
+    if status != "sealed":
+        print(f"note: {suite}/{engine}: {status} ({cfg.where})", file=sys.stderr)
+
+
 def _ledger(
     cfg: Config,
     p: Plan,
@@ -288,8 +299,11 @@ def _ledger(
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal."""
     from sealedeval.fsutil import sha256_file
+    from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
     from sealedeval.store import ledger
+
+    design_status = design.run_status(cfg, p.suite.name, engine_name)
 
     out_dir = raw_dir(cfg.root, p.suite.name, engine_name)
     parts = []
@@ -310,6 +324,7 @@ def _ledger(
             "seal_commit": p.seal.seal_commit,
             "sealed": p.seal.sealed,
             "config_sha256": suite_config_sha256(cfg, p.suite.name),
+            "design": design_status,
             "shard": list(shard or (0, 1)),
             "planned": len(requests),
             "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),

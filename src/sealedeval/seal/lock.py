@@ -149,8 +149,14 @@ def compute(root: Path, suites: dict[str, list[str]]) -> dict[str, Any]:
     return {"format": LOCK_FORMAT, "python_hash": PY_HASH, "sha256": combined, "suites": out}
 
 
-def write(root: Path, suites: dict[str, list[str]]) -> dict[str, Any]:
+def write(
+    root: Path, suites: dict[str, list[str]], designs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Write the lock; ``designs`` (profile key → sealed design, ``seal/design.py``) ride along,
+    outside the rubric's hashes."""
     doc = compute(root, suites)
+    if designs:
+        doc["designs"] = {k: designs[k] for k in sorted(designs)}
     write_text_atomic(root / LOCK_NAME, dumps(doc))
     return doc
 

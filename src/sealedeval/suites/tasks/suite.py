@@ -107,6 +107,11 @@ class TasksSuite:
             out.append("pkg:sealedeval/run/agent.py")
         return list(dict.fromkeys(out))
 
+    def design_comparisons(self, section: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The engine pairs the sealed design holds: ``analysis.comparisons`` as the spec reads
+        it (``all`` = every pair of the profile's answering engines)."""
+        return list(parse(self.name, section).comparisons)
+
     # -- items and requests -----------------------------------------------------------------
     def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
         d = self._data(cfg.root)
