@@ -29,7 +29,7 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from sealedeval import __version__
 from sealedeval.canonical import compact
@@ -102,8 +102,15 @@ class Dispatcher:
         *,
         solver: Solver | None = None,
         progress: bool = True,
+        status: IO[str] | None = None,
+        label: str | None = None,
     ) -> None:
+        """``progress``: the tqdm bar on stderr; ``status``: a stream for throttled one-line
+        status reports (``run.progress.StatusLines``), labelled ``label`` (default
+        ``suite/engine``)."""
         self.engine = engine
+        self.status = status
+        self.label = label
         self.cfg = engine.config
         self.writer = writer
         self.seal = seal
@@ -231,12 +238,21 @@ class Dispatcher:
             mininterval=1.0,
         )
         self._bar = bar
+        lines = None
+        if self.status is not None:
+            from sealedeval.run.progress import StatusLines
+
+            label = self.label or f"{requests[0].suite if requests else ''}/{self.cfg.name}"
+            lines = StatusLines(label, len(requests), self.status, skipped=stats.skipped)
+            lines.start(stats)
         todo = iter(requests)
 
         async def worker() -> None:
             for req in todo:  # one shared iterator: each request is taken by exactly one worker
                 await self._one(req, stats)
                 bar.update(1)
+                if lines is not None:
+                    lines.update(stats)
 
         n_workers = max(1, min(self.cfg.concurrency, len(requests)))
         with quiet_gc():  # the planned requests are never garbage while they run
@@ -251,5 +267,7 @@ class Dispatcher:
                 with contextlib.suppress(BaseException):
                     await asyncio.gather(*workers, return_exceptions=True)
                 bar.close()
+                if lines is not None:
+                    lines.close(stats)
                 self.writer.flush()
         return stats

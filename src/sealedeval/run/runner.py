@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 import pyarrow.compute as pc
 
@@ -143,10 +143,12 @@ def run_suite(
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
     allow_errors: bool = False,
+    status: IO[str] | None = None,
 ) -> RunStats:
     """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``);
     fail (``UserError``) when more calls ended in error than the engine's ``fail_on_error``
-    allows, unless ``allow_errors``."""
+    allows, unless ``allow_errors``. ``status`` receives throttled one-line progress reports
+    (``run.progress``; the run rule points it at Snakemake's stderr)."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
             cfg,
@@ -159,6 +161,7 @@ def run_suite(
             limit=limit,
             shard=shard,
             allow_errors=allow_errors,
+            status=status,
         )
 
 
@@ -174,6 +177,7 @@ def _run_suite(
     limit: int | None,
     shard: tuple[int, int] | None,
     allow_errors: bool,
+    status: IO[str] | None = None,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
@@ -228,6 +232,9 @@ def _run_suite(
                         stats,
                         progress,
                         followups if todo else lambda: later,
+                        status=status,
+                        label=f"{suite_name}/{engine_name}"
+                        + (f" shard {shard[0] + 1}/{shard[1]}" if shard else ""),
                     )
                 )
             finally:
@@ -331,6 +338,7 @@ def _ledger(
             "parts": parts,
             "ok": stats.ok,
             "error": stats.error,
+            "errors_by_kind": dict(sorted(stats.by_kind.items())),
             "skipped": stats.skipped,
             "outcome": outcome,
             "started_at": started,
@@ -363,15 +371,21 @@ async def _dispatch(
     stats: RunStats,
     progress: bool,
     later: Callable[[], list[Request] | None] | None = None,
+    *,
+    status: IO[str] | None = None,
+    label: str | None = None,
 ) -> None:
     await engine.start()
     try:
         if todo:
-            await Dispatcher(engine, writer, p.seal, progress=progress).run(todo, stats)
+            d = Dispatcher(engine, writer, p.seal, progress=progress, status=status, label=label)
+            await d.run(todo, stats)
         writer.flush()
         more = later() if later is not None else None
         if more:
-            await Dispatcher(engine, writer, p.seal, progress=progress).run(more, stats)
+            label2 = f"{label} phase 2" if label else None
+            d = Dispatcher(engine, writer, p.seal, progress=progress, status=status, label=label2)
+            await d.run(more, stats)
     finally:
         await engine.close()
 
