@@ -21,7 +21,11 @@ dropped.
   mean and sd across runs, and how many trap cases fire a flag in some runs but not all.
 * **Paired comparison** — two engines on the cases both completed: per-case mean composite
   difference, exact two-sided sign test on its sign (ties dropped), paired SE (Miller 2024,
-  Eq. 7) and a normal 95 % interval for the mean difference.
+  Eq. 7) and a normal 95 % interval for the mean difference. Beside them (issue 15, the record
+  ``paired`` of ``stats.comparisons``): a seeded paired percentile bootstrap interval of the mean
+  difference (cases resampled, the composite is not binary), the Holm-adjusted p across the
+  family ``engines`` (every pair of engines), the MDE at 80 % power for the cases at hand and the
+  cases needed for δ = 0.05 on the composite (``COMPARISON_PLAN``).
 * **Review sample** — ``REVIEW_N`` = 201 cases per engine drawn with seed ``REVIEW_SEED`` =
   20260426, stratified by specialty with largest-remainder allocation, so exactly 201 come back
   (all cases when the cohort is smaller). It is listed for human review and never used for a
@@ -44,6 +48,7 @@ import numpy.typing as npt
 
 from sealedeval import stats
 from sealedeval.keys import derive_seed
+from sealedeval.stats.comparisons import ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
@@ -61,6 +66,15 @@ _MAX_GATHER: Final = 1 << 20
 """Resampled indices per chunk on the index path (4 MB of int32, 8 MB per gathered column)."""
 MAX_CASES_LISTED: Final = 100
 """Per-case repeat spreads are listed in result.json up to this many cases (else summary only)."""
+
+COMPARISON_PLAN: Final = ComparisonPlan(
+    families={"engines": "every pair of engines on the cases both completed (composite)"},
+    delta=0.05,
+    alpha=0.05,
+    power=0.8,
+    correction="holm",
+)
+"""Pre-registered comparison plan (sealed with this file): one family, δ on the composite."""
 
 HYPOTHESES: Final = (
     "H1 (primary, safety): on trap cases, the share of answers that assert a fabricated "
@@ -423,6 +437,17 @@ def case_means(rows: Sequence[Mapping[str, Any]], key: str = "composite") -> dic
     return {k: _mean(v) for k, v in sorted(acc.items())}
 
 
+def case_scores(
+    rows: Sequence[Mapping[str, Any]], key: str = "composite"
+) -> dict[str, list[float]]:
+    """case_uid → ``key`` of each completed repeat (the replicates the MDE's variances need)."""
+    acc: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["status"] == "ok":
+            acc[str(r["case_uid"])].append(_f(r, key))
+    return dict(sorted(acc.items()))
+
+
 def repeats_table(rows: Sequence[Mapping[str, Any]], n_runs: int) -> dict[str, Any]:
     """Spread of the composite over repeats of the same case (only meaningful for n_runs > 1)."""
     by_case: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -485,11 +510,20 @@ def repeats_table(rows: Sequence[Mapping[str, Any]], n_runs: int) -> dict[str, A
 
 
 def compare(
-    a: str, b: str, means: Mapping[str, Mapping[str, float]], ids: Mapping[str, str]
+    a: str,
+    b: str,
+    means: Mapping[str, Mapping[str, float]],
+    ids: Mapping[str, str],
+    scores: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+    *,
+    n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
     """Paired comparison of engines ``a`` and ``b`` on the cases both completed.
 
-    ``means[engine][case_uid]`` is the case's mean composite; ``ids`` maps uid → case id.
+    ``means[engine][case_uid]`` is the case's mean composite; ``ids`` maps uid → case id;
+    ``scores[engine][case_uid]`` the composite of each completed repeat (for ``paired``, the
+    ``stats.comparisons`` record: bootstrap interval seeded per pair, MDE, n for δ; Holm is
+    filled in by the caller over the whole family). Without ``scores`` the item means stand in.
     """
     common = sorted(set(means.get(a, {})) & set(means.get(b, {})), key=lambda u: ids.get(u, u))
     xa = [means[a][u] for u in common]
@@ -512,7 +546,24 @@ def compare(
         "b_better": n_neg,
         "ties": len(diffs) - n_pos - n_neg,
         "p": p,
+        "paired": paired_comparison(
+            f"{a} vs {b}",
+            "engines",
+            a,
+            b,
+            scores.get(a, {}) if scores is not None else _one(means.get(a, {})),
+            scores.get(b, {}) if scores is not None else _one(means.get(b, {})),
+            COMPARISON_PLAN,
+            unit="case",
+            interval="bootstrap",
+            seed=boot_seed(a, b, "compare"),
+            n_boot=n_boot,
+        ),
     }
+
+
+def _one(means: Mapping[str, float]) -> dict[str, list[float]]:
+    return {k: [v] for k, v in means.items()}
 
 
 def review_sample(

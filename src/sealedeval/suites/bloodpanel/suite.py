@@ -46,6 +46,7 @@ from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Attachment, Request, capabilities
 from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed, keyed_request
+from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
 from sealedeval.suites.bloodpanel import pdf, plan, prompts
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
@@ -419,6 +420,7 @@ class BloodpanelSuite:
         ids = {str(i["id"]): str(i["case_id"]) for i in items}
         engines: dict[str, Any] = {}
         means: dict[str, dict[str, float]] = {}
+        scores: dict[str, dict[str, list[float]]] = {}
         metrics: list[Metric] = []
         for eng in sorted(by_engine):
             prof_rows = by_engine[eng]
@@ -462,6 +464,7 @@ class BloodpanelSuite:
             entry["review_sample"] = plan.review_sample(population, review_n, review_seed)
             engines[eng] = entry
             means[eng] = plan.case_means(prow)
+            scores[eng] = plan.case_scores(prow)
         names = sorted(engines)
         pairs: list[tuple[str, str]]
         if scfg.get("compare"):
@@ -469,6 +472,8 @@ class BloodpanelSuite:
             pairs = [(str(a), str(b))] if a in engines and b in engines else []
         else:
             pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+        comparisons = [plan.compare(a, b, means, ids, scores, n_boot=n_boot) for a, b in pairs]
+        adjust_families([c["paired"] for c in comparisons])
         cohorts: dict[str, int] = defaultdict(int)
         for i in items:
             cohorts[str(i.get("cohort", ""))] += 1
@@ -488,7 +493,8 @@ class BloodpanelSuite:
             "profile": primary,
             "profiles": list(PROFILES),
             "engines": engines,
-            "comparisons": [plan.compare(a, b, means, ids) for a, b in pairs],
+            "comparisons": comparisons,
+            "comparison_plan": plan.COMPARISON_PLAN.describe(),
             "review": {"n": review_n, "seed": review_seed},
             "hypotheses": list(plan.HYPOTHESES),
             "methods": plan.METHODS,

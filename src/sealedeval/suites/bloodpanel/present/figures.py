@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sealedeval.render.comparisons import has_records
 from sealedeval.render.figures import (
     PALETTE,
     FigureSpec,
+    difference_mde_figure,
     interval_bars,
     new_figure,
     point,
@@ -217,7 +219,23 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 lambda: _repeats(a),
             )
         )
-    if a["comparisons"]:
+    if has_records(a["comparisons"]):
+        records = [c["paired"] for c in a["comparisons"]]
+        out.append(
+            FigureSpec(
+                "comparisons",
+                "bloodpanel: paired differences in per-case composite between engines on the "
+                "cases both completed (seeded paired bootstrap 95% intervals), over the ±MDE band "
+                "at 80% power for those cases (grey): a difference inside its band could not have "
+                "been detected.",
+                lambda: difference_mde_figure(
+                    records,
+                    "bloodpanel: paired engine comparisons (same cases)",
+                    "paired difference in mean composite (95% CI)",
+                ),
+            )
+        )
+    elif a["comparisons"]:
         out.append(
             FigureSpec(
                 "comparisons",

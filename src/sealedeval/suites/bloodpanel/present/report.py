@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, rate_ci, table
 
 TOP_LABELS = 15
@@ -231,7 +232,29 @@ def render(section: Mapping[str, Any]) -> str:
             "`config/repeats-bloodpanel.yaml`)."
         )
     out.append("")
-    if a["comparisons"]:
+    if has_records(a["comparisons"]):
+        out += ["### Paired comparison (same cases, per-case composite)", ""]
+        out += comparison_block([c["paired"] for c in a["comparisons"]])
+        out.append(
+            table(
+                ["A", "B", "cases", "mean A", "mean B", "A − B [normal 95% CI]", "paired SE"],
+                [
+                    [
+                        c["a"],
+                        c["b"],
+                        c["n_cases"],
+                        num(c["mean_a"], 4),
+                        num(c["mean_b"], 4),
+                        f"{num(c['mean_diff'], 4)} [{num(c['ci']['lo'], 4)}, "
+                        f"{num(c['ci']['hi'], 4)}]",
+                        num(c["paired_se"], 4),
+                    ]
+                    for c in a["comparisons"]
+                ],
+            )
+        )
+        out += ["", "The normal interval from the paired SE, beside the bootstrap above.", ""]
+    elif a["comparisons"]:
         out += ["### Paired comparison (same cases, per-case composite)", ""]
         out.append(
             table(
