@@ -127,9 +127,10 @@ def test_a_wrong_key_through_the_cli_is_one_line_exit_2(
     rc = main(["run", "golden", "--root", str(root), "--engine", "claude"])
     err = capsys.readouterr().err.strip()
     assert rc == 2
+    opts = COMMON | KINDS["anthropic"].required | KINDS["anthropic"].optional
     assert err == (
         "sealedeval: error: config/config.yaml: engines.claude.n_ctx: not an option of kind "
-        f"anthropic (its options: {', '.join(sorted((COMMON | KINDS['anthropic'].required | KINDS['anthropic'].optional) - {'kind'}))})"
+        f"anthropic (its options: {', '.join(sorted(opts - {'kind'}))})"
     )
 
 
