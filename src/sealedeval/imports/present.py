@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, table
 from sealedeval.render.metrics import completeness_table, metric_table
 
@@ -45,6 +46,16 @@ def render(name: str, section: Mapping[str, Any]) -> str:
     if counts:
         out.append(completeness_table(counts))
         out.append("")
+    comps = list(an.get("comparisons") or [])
+    if has_records(comps):
+        out += [
+            "### Paired comparisons",
+            "",
+            "Every pair of imported engines on the samples both have (sample score: the share "
+            "of its epochs the primary scorer passes); all pairs are one family for Holm.",
+            "",
+            *comparison_block([c["paired"] for c in comps]),
+        ]
     metrics = list(an.get("metrics") or [])
     if metrics:
         out += [metric_table(metrics), ""]

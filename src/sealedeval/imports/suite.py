@@ -28,6 +28,7 @@ from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.imports import scores
+from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
 from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
 
@@ -213,6 +214,8 @@ class ImportedSuite:
             if a in outcomes and b in outcomes:
                 c = _paired(a, b, outcomes[a], outcomes[b], self.reduce)
                 comparisons.append(c)
+                # Holm over the family so far; after the last pair, over the whole family
+                adjust_families([x["paired"] for x in comparisons])
                 g = {"a": a, "b": b, "scorer": primary}
                 n = int(c["n_items"])
                 metrics.append(
@@ -404,6 +407,13 @@ def _headlines(rows: Sequence[Row]) -> dict[str, list[dict[str, Any]]]:
     return {e: [v[k] for k in sorted(v)] for e, v in out.items()}
 
 
+COMPARISON_PLAN = ComparisonPlan(
+    families={"engines": "every pair of imported engines, on the samples both have"},
+)
+"""The imported suite's comparison plan (issue 15; sealed with this module): one family, the
+defaults of ``stats.comparisons`` (δ = 0.05, α = 0.05, power 0.8, Holm)."""
+
+
 def _paired(
     a: str, b: str, oa: Mapping[str, list[bool]], ob: Mapping[str, list[bool]], how: str
 ) -> dict[str, Any]:
@@ -435,4 +445,14 @@ def _paired(
         "hi": hi,
         "p": p,
         "test": "exact two-sided sign test on the samples' score differences",
+        "paired": paired_comparison(
+            f"{a} vs {b}",
+            "engines",
+            a,
+            b,
+            {i: [float(x) for x in oa[i]] for i in common if oa[i]},
+            {i: [float(x) for x in ob[i]] for i in common if ob[i]},
+            COMPARISON_PLAN,
+            unit="sample",
+        ),
     }
