@@ -469,12 +469,17 @@ class Auditor:
                 break
         committed = len(ledger.parse(history[-1][1])) if history else 0
         pending = len(entries) - committed
+        from sealedeval.seal import timestamp
+
+        head_problems, head = timestamp.ledger_head_problems(self.root, entries)
+        problems += head_problems
         self.add(
             "ledger chain",
             not problems,
             "; ".join(problems[:3])
             or f"{len(entries)} entries chained; "
-            + (f"{pending} not committed yet" if pending else "all committed"),
+            + (f"{pending} not committed yet" if pending else "all committed")
+            + (f"; {head}" if head else ""),
             warn=False,
         )
 

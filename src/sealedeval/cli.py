@@ -40,12 +40,35 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stamp_ledger_head(args: argparse.Namespace, root: Path) -> int:
+    """``seal --tsa URL --ledger-head``: at publish, time-stamp the run ledger as it stands
+    (the rubric is not re-sealed: that happened before the first call)."""
+    from sealedeval.seal import timestamp
+
+    if not args.tsa:
+        raise UserError("seal --ledger-head: needs --tsa URL (the time-stamping authority)")
+    info, head = timestamp.stamp_ledger_head(
+        root, args.tsa, Path(args.tsa_ca) if args.tsa_ca else None
+    )
+    print(
+        f"RFC 3161 token from {info.tsa} at {info.time:%Y-%m-%dT%H:%M:%SZ} over the ledger "
+        f"head ({head['entries']} entries, {head['head'][:12]}) → {timestamp.HEAD_TSR}"
+    )
+    files = [timestamp.HEAD_NAME, timestamp.HEAD_TSR] + (
+        [timestamp.HEAD_CHAIN] if args.tsa_ca else []
+    )
+    print(f"  git add ledger.jsonl {' '.join(files)} && git commit -m 'Time-stamp the ledger'")
+    return 0
+
+
 def cmd_seal(args: argparse.Namespace) -> int:
     from sealedeval.plugins import get_suite
     from sealedeval.seal import design, lock
 
     cfg = _cfg(args)
     root = cfg.root
+    if args.ledger_head:
+        return _stamp_ledger_head(args, root)
     names = sorted(cfg.data.get("suites", {}))
     designs = design.kept_designs(root)
     designs[design.profile_key(cfg.sources)] = design.profile_design(cfg, names)
@@ -407,6 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("seal", parents=[common], help="hash the rubric inputs into rubric.lock")
     s.add_argument("--tsa", metavar="URL", help="store an RFC 3161 token for rubric.lock")
     s.add_argument("--tsa-ca", metavar="PEM", help="CA chain that verifies the TSA (stored)")
+    s.add_argument(
+        "--ledger-head",
+        action="store_true",
+        help="with --tsa: time-stamp the run ledger's head (at publish) instead of the rubric",
+    )
     s.add_argument("--zenodo", action="store_true", help="deposit rubric.lock as pre-registration")
     s.add_argument("--embargo", metavar="YYYY-MM-DD", help="embargo the pre-registration until")
     _deposit_opts(s)

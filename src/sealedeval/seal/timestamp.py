@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, write_bytes_atomic
@@ -72,12 +73,27 @@ def token_info(tsr: Path) -> TokenInfo:
 
 def stamp(root: Path, url: str, ca_file: Path | None = None, *, timeout: float = 30) -> TokenInfo:
     """Ask the TSA at ``url`` for a token over rubric.lock's sha256; store it (and the CA)."""
+    if not (root / LOCK_NAME).exists():
+        raise UserError(f"{LOCK_NAME}: missing; run `sealedeval seal` first")
+    return stamp_file(root, LOCK_NAME, TSR_NAME, CHAIN_NAME, url, ca_file, timeout=timeout)
+
+
+def stamp_file(
+    root: Path,
+    target: str,
+    tsr_name: str,
+    chain_name: str,
+    url: str,
+    ca_file: Path | None = None,
+    *,
+    timeout: float = 30,
+) -> TokenInfo:
+    """A token over the sha256 of ``root/target``, stored as ``tsr_name`` (CA as ``chain_name``).
+    Nothing is written unless the TSA answered with a token over exactly that digest (and, with a
+    CA, one that verifies)."""
     import httpx
 
-    lock_path = root / LOCK_NAME
-    if not lock_path.exists():
-        raise UserError(f"{LOCK_NAME}: missing; run `sealedeval seal` first")
-    digest = sha256_file(lock_path)
+    digest = sha256_file(root / target)
     try:
         resp = httpx.post(
             url,
@@ -90,18 +106,18 @@ def stamp(root: Path, url: str, ca_file: Path | None = None, *, timeout: float =
     if resp.status_code != 200:
         raise UserError(f"{url}: time-stamp authority answered HTTP {resp.status_code}")
     with tempfile.TemporaryDirectory() as tmp:
-        tsr = Path(tmp) / TSR_NAME
+        tsr = Path(tmp) / tsr_name
         tsr.write_bytes(resp.content)
         info = token_info(tsr)
         if info.imprint_sha256 != digest:
-            raise UserError(f"{url}: token imprint is not the sha256 of {LOCK_NAME}")
+            raise UserError(f"{url}: token imprint is not the sha256 of {target}")
         if ca_file is not None:
             ok, why = _verify_with(tsr, digest, ca_file)
             if not ok:
                 raise UserError(f"{url}: token does not verify against {ca_file}: {why}")
-    write_bytes_atomic(root / TSR_NAME, resp.content)
+    write_bytes_atomic(root / tsr_name, resp.content)
     if ca_file is not None:
-        write_bytes_atomic(root / CHAIN_NAME, Path(ca_file).read_bytes())
+        write_bytes_atomic(root / chain_name, Path(ca_file).read_bytes())
     return info
 
 
@@ -127,17 +143,86 @@ def _verify_with(tsr: Path, digest: str, chain: Path) -> tuple[bool, str]:
 
 def verify(root: Path) -> tuple[bool, str, TokenInfo | None]:
     """(ok, one-line detail, token info) for the stored token against the current lock."""
-    tsr, chain = root / TSR_NAME, root / CHAIN_NAME
-    digest = sha256_file(root / LOCK_NAME)
+    return verify_file(root, LOCK_NAME, TSR_NAME, CHAIN_NAME)
+
+
+def verify_file(
+    root: Path, target: str, tsr_name: str, chain_name: str
+) -> tuple[bool, str, TokenInfo | None]:
+    """(ok, one-line detail, token info) for ``tsr_name`` against the current ``target``."""
+    tsr, chain = root / tsr_name, root / chain_name
+    digest = sha256_file(root / target)
     try:
         info = token_info(tsr)
     except UserError as e:
         return False, str(e), None
     if info.imprint_sha256 != digest:
-        return False, f"{TSR_NAME} stamps another file, not the current {LOCK_NAME}", info
+        return False, f"{tsr_name} stamps another file, not the current {target}", info
     if not chain.exists():
-        return False, f"{CHAIN_NAME}: missing; the token's signature cannot be checked", info
+        return False, f"{chain_name}: missing; the token's signature cannot be checked", info
     ok, why = _verify_with(tsr, digest, chain)
     if not ok:
-        return False, f"{TSR_NAME}: signature does not verify ({why})", info
+        return False, f"{tsr_name}: signature does not verify ({why})", info
     return True, f"RFC 3161 token from {info.tsa} at {info.time:%Y-%m-%dT%H:%M:%SZ}", info
+
+
+# -- the ledger head ---------------------------------------------------------------------------
+HEAD_NAME = "ledger.head.json"
+HEAD_TSR = HEAD_NAME + ".tsr"
+HEAD_CHAIN = HEAD_NAME + ".tsa.pem"
+
+
+def stamp_ledger_head(
+    root: Path, url: str, ca_file: Path | None = None, *, timeout: float = 30
+) -> tuple[TokenInfo, dict[str, Any]]:
+    """Time-stamp the run ledger as it stands at publish: ``ledger.head.json`` names the number
+    of entries and the last entry's chained hash, and an RFC 3161 token covers that file. Every
+    entry up to the head is then fixed at the TSA's time: a ledger rewritten later — even with a
+    recomputed chain and a rewritten git history — no longer has that hash at that position."""
+    from sealedeval.canonical import dumps
+    from sealedeval.store import ledger
+
+    entries = ledger.read(root)
+    if not entries:
+        raise UserError(f"{ledger.LEDGER_NAME}: no entries to time-stamp; run the engines first")
+    bad = ledger.chain_problems(entries)
+    if bad:
+        raise UserError(f"{ledger.LEDGER_NAME}: {bad[0]}; not time-stamping a broken chain")
+    head = {
+        "format": "sealedeval.ledger-head/1",
+        "entries": len(entries),
+        "head": entries[-1]["hash"],
+        "last_finished_at": entries[-1].get("finished_at", ""),
+    }
+    path = root / HEAD_NAME
+    previous = path.read_bytes() if path.exists() else None
+    write_bytes_atomic(path, dumps(head).encode())
+    try:
+        info = stamp_file(root, HEAD_NAME, HEAD_TSR, HEAD_CHAIN, url, ca_file, timeout=timeout)
+    except BaseException:  # no head without its token: put the old one back
+        if previous is None:
+            path.unlink()
+        else:
+            write_bytes_atomic(path, previous)
+        raise
+    return info, head
+
+
+def ledger_head_problems(root: Path, entries: list[dict[str, Any]]) -> tuple[list[str], str]:
+    """(problems, detail) of a stored ledger-head token against the ledger now: the token must
+    verify over ``ledger.head.json``, and the ledger's entry at that position must still carry
+    that hash (entries appended since are fine: the ledger grows)."""
+    import json
+
+    if not (root / HEAD_NAME).exists() or not (root / HEAD_TSR).exists():
+        return [], ""
+    ok, detail, _ = verify_file(root, HEAD_NAME, HEAD_TSR, HEAD_CHAIN)
+    if not ok:
+        return [detail], ""
+    head = json.loads((root / HEAD_NAME).read_text(encoding="utf-8"))
+    n = int(head.get("entries", 0))
+    if n < 1 or n > len(entries):
+        return [f"{HEAD_NAME}: names {n} entries, the ledger has {len(entries)}"], ""
+    if entries[n - 1].get("hash") != head.get("head"):
+        return [f"ledger entries up to #{n} were rewritten after their timestamp ({detail})"], ""
+    return [], f"head of {n} entries time-stamped: {detail}"
