@@ -107,10 +107,18 @@
     });
   }
 
+  // Words must all occur; a "quoted phrase" must occur as written (case-insensitive).
+  function queryTerms(q) {
+    var out = [], re = /"([^"]+)"|(\S+)/g, m;
+    q = q.toLowerCase();
+    while ((m = re.exec(q)) !== null) out.push(m[1] !== undefined ? m[1] : m[2]);
+    return out;
+  }
+
   // The filters and the query the list now shows, on <body> (tests and scripts wait on them).
   function done(terms) {
     document.body.dataset.searching = "0";
-    document.body.dataset.query = terms.join(" ");
+    document.body.dataset.query = $("f-search").value;
     document.body.dataset.shown = String(visible.length);
     render();
   }
@@ -119,7 +127,7 @@
     var my = ++gen;
     page = 0;
     var base = baseMatches();
-    var terms = $("f-search").value.toLowerCase().split(/\s+/).filter(Boolean);
+    var terms = queryTerms($("f-search").value);
     if (!terms.length) { visible = base; done(terms); return Promise.resolve(); }
     document.body.dataset.searching = "1";
     var need = [];

@@ -1,0 +1,353 @@
+"""report.html: the Markdown subset, inlined figures, the sample join, the packed data, the page's
+self-containment and determinism, and ``sealedeval view``.
+
+The pure parts run on the committed result.json fixture (a real run of every suite); the build
+parts on a tiny project published by the real CLI (tests/publish/html_fixture.py). The page in a
+real browser is tests/publish/test_html_browser.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.publish.html_fixture import publish_again, tiny_report
+
+from sealedeval.publish import html as rh
+from sealedeval.publish import summary
+from sealedeval.store.schema import raw_row
+
+HERE = Path(__file__).parent
+RESULT: dict[str, Any] = json.loads((HERE / "result_all.json").read_text())
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+
+def test_markdown_subset_renders_our_sections_structures() -> None:
+    md = "\n".join(
+        [
+            "## golden — our set",
+            "",
+            "Intro **bold** and *em* with `a|b <x>` and [docs](https://example.org/a?b=1&c=2).",
+            "second line of the same paragraph.",
+            "",
+            "| engine | rate |",
+            "|---|---|",
+            "| ref | 6/6 = 100.0% |",
+            "| a \\| b | *x* |",
+            "",
+            "- **reference g01** (4/4 passed) — question",
+            "  - `A/main` run 0: answer",
+            "  - `A/sample` run 0: answer",
+            "- second top item",
+            "",
+            "#### Deep heading",
+            "```",
+            "<raw> code",
+            "```",
+        ]
+    )
+    out = rh.markdown_html(md)
+    assert "<h2>golden — our set</h2>" in out and "<h4>Deep heading</h4>" in out
+    assert (
+        "<p>Intro <strong>bold</strong> and <em>em</em> with <code>a|b &lt;x&gt;</code> and "
+        '<a href="https://example.org/a?b=1&amp;c=2">docs</a>. second line of the same '
+        "paragraph.</p>"
+    ) in out
+    assert "<thead><tr><th>engine</th><th>rate</th></tr></thead>" in out
+    assert "<td>a | b</td><td><em>x</em></td>" in out
+    # one outer list of two items, the first holding a nested list of two
+    assert out.count("<ul>") == 2 and out.count("<li>") == 4
+    nested = out[out.index("<ul><li><strong>reference g01") :]
+    assert nested.index("<ul><li><code>A/main</code>") < nested.index("second top item")
+    assert "<pre><code>&lt;raw&gt; code</code></pre>" in out
+
+
+def test_markdown_escapes_markup_and_refuses_script_links() -> None:
+    out = rh.markdown_html("a <script>alert(1)</script> [x](javascript:alert(1)) *_ok_*")
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "href" not in out
+
+
+def test_every_suite_section_converts_without_raw_markdown_left() -> None:
+    for name, section in RESULT["suites"].items():
+        out = rh.markdown_html(rh._section_markdown(name, section))
+        assert "<h2>" in out, name
+        # no table row, heading or bold marker survives as text
+        text = re.sub(r"<code>.*?</code>", "", out)
+        assert "|---" not in text and "\n#" not in text and "**" not in text, name
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+
+def test_inline_svg_prefixes_every_id_and_reference() -> None:
+    figs = rh.figure_svgs({**RESULT, "suites": {"golden": RESULT["suites"]["golden"]}})
+    assert figs and all(f[0] == "golden" for f in figs)
+    svg = figs[0][3]
+    out = rh.inline_svg(svg, "f7")
+    assert out.startswith("<svg") and "<?xml" not in out and "<metadata>" not in out
+    ids = re.findall(r'\bid="([^"]+)"', out)
+    assert ids and all(i.startswith("f7-") for i in ids)
+    refs = re.findall(r'href="#([^"]+)"', out) + re.findall(r"url\(#([^)]+)\)", out)
+    assert refs and all(r.startswith("f7-") and r in ids for r in refs)
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+def _raw(key: str, **kw: Any) -> dict[str, Any]:
+    base = {
+        "request_key": key,
+        "suite": "s",
+        "item_id": "i1",
+        "condition": "A",
+        "repeat": 0,
+        "seed": 1,
+        "engine": "e",
+        "engine_kind": "reference",
+        "model": "m",
+        "engine_identity": "{}",
+        "params": '{"temperature":0}',
+        "messages": '[{"role":"user","content":"Q?"}]',
+        "started_at": "t0",
+        "finished_at": "t1",
+        "status": "ok",
+        "rubric_sha256": "r",
+        "seal_commit": "c",
+        "sealed": True,
+        "harness_version": "0",
+    }
+    return raw_row(**{**base, **kw})
+
+
+def _graded(key: str, grader: str, passed: bool | None, **kw: Any) -> dict[str, Any]:
+    return {
+        "request_key": key,
+        "engine": "e",
+        "item_id": "i1",
+        "condition": "A",
+        "repeat": 0,
+        "status": "ok",
+        "grader": grader,
+        "grader_version": "1",
+        "score": None if passed is None else float(passed),
+        "passed": passed,
+        "category": "correct" if passed else "wrong",
+        "details": '{"why":"x"}',
+        "suite": "s",
+        "suite_version": "0",
+        **kw,
+    }
+
+
+def test_samples_join_every_grader_keep_orphans_and_order() -> None:
+    raw = [
+        _raw("k2", item_id="i2", output_text="A2", latency_s=0.5, cost_usd=0.01),
+        _raw(
+            "k1",
+            output_text="A1",
+            trajectory='[{"role":"tool","content":"x"}]',
+            status="error",
+            error_kind="timeout",
+            error_message="read timed out",
+        ),
+    ]
+    graded = [
+        _graded("k1", "regex", True, composite=0.5),
+        _graded("k1", "exact", False),
+        _graded("k3", "regex", None, item_id="i0"),
+    ]
+    samples = rh.suite_samples("s", raw, graded)
+    assert [s["key"] for s in samples] == ["k3", "k1", "k2"]  # by engine, item, condition, ...
+    k3, k1, k2 = samples
+    assert not k3["raw"] and "without a raw row" in k3["error_message"] and len(k3["grades"]) == 1
+    assert [g["grader"] for g in k1["grades"]] == ["regex", "exact"]
+    assert k1["grades"][0]["details"] == {"why": "x"} and k1["grades"][0]["extra"] == {
+        "composite": 0.5
+    }
+    assert k1["trajectory"] == [{"role": "tool", "content": "x"}]
+    assert k1["messages"] == [{"role": "user", "content": "Q?"}]
+    assert (k1["status"], k1["error_kind"], k1["output"]) == ("error", "timeout", "A1")
+    assert (k2["latency_s"], k2["cost_usd"], k2["grades"]) == (0.5, 0.01, [])
+    assert rh.verdict_tokens(k1["grades"]) == [
+        "category: correct",
+        "category: wrong",
+        "exact: fail",
+        "regex: pass",
+        "some grader fails",
+    ]
+    assert rh.verdict_tokens(k2["grades"]) == ["ungraded"]
+    assert "regex: n/a" in rh.verdict_tokens(k3["grades"])
+
+
+def _synthetic(n: int) -> list[dict[str, Any]]:
+    raw = [
+        _raw(
+            f"k{i:05d}",
+            item_id=f"i{i % 7}",
+            condition=f"C{i % 3}",
+            engine=f"e{i % 2}",
+            output_text=f"answer {i} </script><script>alert(1)</script>",
+            status="ok" if i % 5 else "error",
+            error_kind="" if i % 5 else "server",
+        )
+        for i in range(n)
+    ]
+    graded = [_graded(f"k{i:05d}", "regex", i % 3 == 0) for i in range(n)]
+    return rh.suite_samples("s", raw, graded)
+
+
+def test_packed_index_and_chunks_hold_every_sample_exactly() -> None:
+    samples = _synthetic(rh.CHUNK_SAMPLES * 2 + 17)
+    index = rh.unpack(rh.pack(rh.sample_index(samples)))
+    assert index["n"] == len(samples) and index["chunk"] == rh.CHUNK_SAMPLES
+    cols = index["cols"]
+    assert cols["id"] == [s["key"] for s in samples]
+    labels = index["labels"]
+    assert [labels["engine"][c] for c in cols["engine"]] == [s["engine"] for s in samples]
+    assert [labels["status"][c] for c in cols["status"]] == [s["status"] for s in samples]
+    assert [sorted(labels["verdict"][c] for c in v) for v in cols["verdicts"]] == [
+        rh.verdict_tokens(s["grades"]) for s in samples
+    ]
+    chunks = rh.sample_chunks(samples)
+    assert len(chunks) == 3
+    back = [d for c in chunks for d in rh.unpack(c)]
+    assert [d["output"] for d in back] == [s["output"] for s in samples]
+    assert [d["grades"] for d in back] == [json.loads(json.dumps(s["grades"])) for s in samples]
+
+
+def test_duplicate_keys_across_suites_get_distinct_links() -> None:
+    a = rh.suite_samples("a", [_raw("k")], [])
+    b = rh.suite_samples("b", [_raw("k", suite="b")], [])
+    assert rh.sample_index(a + b)["cols"]["id"] == ["a:k", "b:k"]
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
+
+
+def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) -> None:
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp is not None and "default-src 'none'" in csp.group(1)
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp.group(1)
+    # nothing the browser would fetch: no src/srcset, stylesheet link, CSS import or remote url()
+    assert not re.search(r"\s(src|srcset)=", page)
+    assert "<link" not in page and "@import" not in page
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", page)
+    assert not re.search(r'href="\s*javascript:', page, re.IGNORECASE)
+    # sample text (here with a closing script tag) only travels packed
+    assert "alert(1)" not in page
+
+
+def test_page_order_summary_sections_figures_samples(page: str) -> None:
+    pos = [page.index(x) for x in ('id="summary"', 'id="suite-', "<figure", 'id="samples"')]
+    assert pos == sorted(pos)
+    for s in summary.suite_summaries(RESULT):
+        card = page[page.index(f'data-suite="{s.suite}"') :]
+        card = card[: card.index("</dl>")]
+        for h in s.headline:
+            assert rh.inline_md(summary.headline_text(h)) in card
+        for c in s.completeness:
+            assert rh.inline_md(summary.completeness_text(c)) in card
+    assert page.count("<figure") == len(rh.figure_svgs(RESULT))
+
+
+def test_page_is_a_pure_function_of_its_inputs(page: str) -> None:
+    again = rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
+    assert again == page
+    other = rh.render_html(RESULT, _synthetic(901), rh.figure_svgs(RESULT))
+    assert other != page
+
+
+# -- a published project ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_publish_writes_every_request_and_rebuilds_byte_identical() -> None:
+    root = tiny_report()
+    path = root / rh.REPORT_HTML
+    first = path.read_bytes()
+    result = json.loads((root / "results/result.json").read_text())
+    text = first.decode()
+    index = rh.unpack(re.search(r'id="se-index">([^<]+)<', text).group(1))  # type: ignore[union-attr]
+    requests = sum(
+        c["requests"] for s in result["suites"].values() for c in s["seal"]["counts"].values()
+    )
+    assert index["n"] == requests
+    labels = index["labels"]
+    assert set(labels["suite"]) == set(result["suites"])
+    assert {"ok", "error"} <= set(labels["status"]) and "connection" in labels["error_kind"]
+    chunks = re.findall(r'id="se-c\d+">([^<]+)<', text)
+    assert sum(len(rh.unpack(c)) for c in chunks) == requests
+    path.unlink()
+    publish_again(root)
+    assert path.read_bytes() == first
+
+
+# -- sealedeval view ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_view_serves_the_report_on_loopback_and_stops_on_ctrl_c() -> None:
+    results = tiny_report() / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sealedeval.cli", "view", "--results", str(results), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:\d+/report\.html)", line)
+        assert m, line
+        with urllib.request.urlopen(m.group(1), timeout=10) as r:
+            assert r.read() == (results / "report.html").read_bytes()
+            assert r.headers["Content-Type"].startswith("text/html")
+        base = m.group(1).rsplit("/", 1)[0]
+        with urllib.request.urlopen(f"{base}/result.json", timeout=10) as r:
+            assert json.loads(r.read())["suites"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_view_without_a_report_is_a_one_line_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sealedeval.cli",
+            "view",
+            "--results",
+            str(tmp_path),
+            "--no-browser",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"sealedeval: error: {tmp_path / 'report.html'}: missing; run `sealedeval publish` first"
+    )
