@@ -78,9 +78,13 @@ def test_negation_scope_ends_at_clause_terminators() -> None:
     assert polarities("Without hepatitis, cirrhosis, or biliary obstruction.", "cirrhosis") == [
         Polarity.NEGATED
     ]
-    # A negation cue too far away does not reach.
+    # A cue reaches the whole clause (ConText), capped at PRE_WINDOW words.
+    from sealedeval.suites.bloodpanel.matching import PRE_WINDOW
+
     far = "No " + " ".join(["word"] * 16) + " hepatitis."
-    assert polarities(far, "hepatitis") == [Polarity.AFFIRMED]
+    assert polarities(far, "hepatitis") == [Polarity.NEGATED]
+    beyond = "No " + " ".join(["word"] * (PRE_WINDOW + 1)) + " hepatitis."
+    assert polarities(beyond, "hepatitis") == [Polarity.AFFIRMED]
 
 
 def test_probability_in_prose_and_structured_differential() -> None:

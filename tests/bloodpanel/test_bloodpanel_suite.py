@@ -173,7 +173,9 @@ def test_grade_rows_two_profiles_errors_unparsed_and_latency(suite: BloodpanelSu
     graded = suite.grade(c, items, rows)
     assert len(graded) == 6
     assert {g["grader"] for g in graded} == {"bloodpanel/sealed", "bloodpanel/kantesti-v11"}
-    assert all(g["grader_version"] == "1" for g in graded)
+    from sealedeval.suites.bloodpanel.rubric import GRADER_VERSION
+
+    assert all(g["grader_version"] == GRADER_VERSION[g["profile"]] for g in graded)
     g = {(x["case_id"], x["profile"]): x for x in graded}
     ok = g["BT-001-IDA", "sealed"]
     assert ok["category"] == "graded" and ok["parsed"] and ok["structural"] == 1.0

@@ -85,7 +85,9 @@ def _pair(i: int, raw: Any, where: str) -> Pair:
         raise UserError(f"{at}: form must be one of {', '.join(FORMS)}, got {form!r}")
     body = raw.get("json" if form == "json" else "text")
     if not isinstance(body, str) or not body.strip():
-        raise UserError(f"{at}: a {form} pair needs a non-empty {'json' if form == 'json' else 'text'}")
+        raise UserError(
+            f"{at}: a {form} pair needs a non-empty {'json' if form == 'json' else 'text'}"
+        )
     if form == "json":
         try:
             if not isinstance(json.loads(body), dict):

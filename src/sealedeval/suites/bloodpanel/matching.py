@@ -56,19 +56,25 @@ import bisect
 import enum
 import functools
 import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
-from sealedeval.suites.bloodpanel.vocabulary import SYNONYMS
+from sealedeval.suites.bloodpanel.cues import COMPARATORS, CUES, PERCENT_WORDS
+from sealedeval.suites.bloodpanel.vocabulary import CONDITION_WORDS, SYNONYMS
 
 LOW_PROBABILITY_PERCENT: Final = 10.0
 """A differential given less than this probability is not a diagnosis."""
 
-PRE_WINDOW: Final = 15
-"""Words a pre-negation or hypothetical cue reaches forward (NegEx used 5; lists need more)."""
+PRE_WINDOW: Final = 30
+"""Words a negation cue reaches forward at most (ConText's scope is the clause; this only caps
+a clause that never ends)."""
+
+HYPO_WINDOW: Final = 15
+"""Words a hypothetical cue ("risk of", "screening for") reaches forward at most."""
 
 POST_WINDOW: Final = 10
 """Words a post-negation cue reaches backward."""
@@ -147,6 +153,25 @@ _SPELLING: Final = (
 key so that an American text costs six substring scans, not sixteen."""
 
 
+_ACCENTS: Final = {"\u00df": "ss", "\u0153": "oe", "\u00e6": "ae", "\u0131": "i", "\u00f8": "o"}
+"""Letters NFKD does not decompose, folded by hand (ß, œ, æ, dotless i, ø)."""
+_SPANISH_YES: Final = re.compile(r"(?<!\w)s\u00ed(?!\w)")
+_RANGE_DASH: Final = re.compile(r"(\d)\s*[-\u2013]\s*(?=\d)")
+_PERCENT_WORD: Final = re.compile(
+    r"(\d)\s*(?:" + "|".join(re.escape(w) for w in PERCENT_WORDS) + r")(?!\w)"
+)
+
+
+def _fold(char: str) -> str | None:
+    """Plain form of a non-ASCII character: ``_FOLD``, ``_ACCENTS``, else its NFKD letters
+    without combining marks ("ä" → "a", "é" → "e", "ñ" → "n"); None when it has none."""
+    plain = _FOLD.get(char) or _ACCENTS.get(char)
+    if plain is not None:
+        return plain
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return base if base and base.isascii() and base != char else None
+
+
 def normalize(text: str) -> str:
     """Normalised form used on both sides of every sealed match (see rule 1).
 
@@ -159,12 +184,16 @@ def normalize(text: str) -> str:
     t = text
     if not t.isascii():
         t = unicodedata.normalize("NFKC", t)
+        if "\u2013" in t:
+            t = _RANGE_DASH.sub(r"\1 to ", t)
         if "\u2014" in t or "\u2013" in t:
             t = t.replace("\u2014", " ; ").replace("\u2013", " ; ")
         t = t.lower()
+        if "s\u00ed" in t:
+            t = _SPANISH_YES.sub("yes", t)  # before accents go: "sí" (yes) is not "si" (if)
         if not t.isascii():
             for char in set(_NON_ASCII.findall(t)):
-                plain = _FOLD.get(char)
+                plain = _fold(char)
                 if plain is not None:
                     t = t.replace(char, plain)
     else:
@@ -180,7 +209,10 @@ def normalize(text: str) -> str:
                 if british in t:
                     t = t.replace(british, american)
     if "-" in t:
+        t = _RANGE_DASH.sub(r"\1 to ", t)  # "1-3%" is a range, not two numbers
         t = t.replace(" - ", " ; ").replace("-", " ")
+    if "cent" in t or "cient" in t or "pct" in t or "prozent" in t:
+        t = _PERCENT_WORD.sub(r"\1%", t)
     while "  " in t:
         t = t.replace("  ", " ")
     return t
@@ -264,90 +296,194 @@ def term_pattern(term: str) -> re.Pattern[str]:
 # --- cues ----------------------------------------------------------------------------------------
 
 _WORD: Final = re.compile(r"\w+")
-_TERMINATOR: Final = re.compile(
-    r"[;:]|(?:but|however|although|though|whereas|while|which|who|except"
-    r"|nevertheless|nonetheless|consistent with|suggest(?:s|ing|ive of)|indicat(?:es|ing|ive of)"
-    r"|confirm(?:s|ing)|due to|secondary to|because)\b"
-)
-_PSEUDO: Final = re.compile(
-    r"(?:not only|not necessarily|not just|no change|no significant change|no increase"
-    r"|(?:cannot|can not|can't|could not) (?:be )?(?:excluded|ruled out|exclude|rule out)"
-    r"|not (?:been |be )?(?:excluded|ruled out))\b"
-)
-_PRE_NEG: Final = re.compile(
-    r"(?:not (?:consistent with|suggestive of|indicative of|compatible with|diagnostic of)"
-    r"|inconsistent with|incompatible with|no|not|without|never|neither|nor|none of"
-    r"|absence of|absent|free of|negative for|lack of|lacks|lacking|denies|denied"
-    r"|exclud(?:e|es|ed|ing)|exclusion of|rul(?:e|es|ed|ing) out|unlikely|rather than|unlike"
-    r"|as opposed to|argues? against|against"
-    r"|(?:differentiat|distinguish)\w*\b[^.;:]{0,60}?\bfrom)\b"
-)
-_POST_NEG: Final = re.compile(
-    r"(?:unlikely|improbable|excluded|ruled out|absent|negative|not (?:present|supported|seen"
-    r"|evident|detected|indicated|likely|suggested|confirmed|found|the cause))\b"
-)
-_HYPO_PRE: Final = re.compile(
-    r"(?:risks? (?:\w+ ){0,2}?(?:of|for)|at risk|develop(?:s|ed|ing|ment of)?"
-    r"|prevent(?:s|ing|ion of|ion)?|avoid(?:s|ing)?|screen(?:ing)? for|monitor(?:ing)? for"
-    r"|surveillance for|vaccinat\w*|immuni[sz]\w*|in case of|if|whether"
-    r"|should (?:\w+ ){0,3}?develop|progress(?:ion|es|ing)? (?:to|towards)|evaluat\w* for"
-    r"|assess\w* for|test(?:s|ing)? for|check(?:s|ing)? for|work ?up for|history of)\b"
-)
+
+
+def _phrase_regex(phrases: Iterable[str]) -> str:
+    """Alternation of cue phrases (``matching.normalize`` form; ``*`` = any word ending),
+    longest first so that "no evidence of" wins over "no"; ends on a word boundary."""
+    alts = []
+    for ph in sorted(set(phrases), key=lambda x: (-len(x), x)):
+        words = [
+            re.escape(w[:-1]) + r"\w*" if w.endswith("*") else re.escape(w) for w in ph.split()
+        ]
+        alts.append(r"\s+".join(words))
+    return "(?:" + "|".join(alts) + r")(?!\w)"
+
+
+def _family(name: str) -> list[str]:
+    return [ph for lang in CUES.values() for ph in lang[name]]
+
+
+def _first_words(phrases: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Words a family's phrases start with (exact words, and prefixes of ``*`` words): a
+    sentence holding none of them skips that family's regular expression."""
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+    for ph in phrases:
+        w = ph.split()[0]
+        if w.endswith("*"):
+            prefixes.add(w[:-1])
+        else:
+            exact.add(w)
+    return frozenset(exact), tuple(sorted(prefixes))
+
+
+_NEG_PHRASES: Final = _family("pre_neg") + _family("pronoun_neg")
+_DIFFERENTIATE: Final = r"(?:differentiat|distinguish)\w*\b[^.;:]{0,60}?\bfrom(?!\w)"
+""""differentiates A from X", "distinguishes A from X": X is what is set aside."""
+_PRE_NEG: Final = re.compile("(?:" + _DIFFERENTIATE + "|" + _phrase_regex(_NEG_PHRASES) + ")")
+_PRONOUN_NEG: Final = frozenset(_family("pronoun_neg"))
+_POST_NEG: Final = re.compile(_phrase_regex(_family("post_neg")))
+_PSEUDO: Final = re.compile(_phrase_regex(_family("pseudo")))
+_RISK_OF: Final = r"risks?\s+(?:[\w']+\s+){1,2}?(?:of|for)(?!\w)"
+""""risk stratum for X", "low risk status for X": a risk statement with words in between."""
+_HYPO_PRE: Final = re.compile("(?:" + _RISK_OF + "|" + _phrase_regex(_family("hypo_pre")) + ")")
 _HYPO_POST: Final = re.compile(
-    r"\W*(?:\w+\W+){0,2}?(?:risks?|serology|serologies|screening|vaccin\w*|immuni[sz]\w*"
-    r"|testing|tests?|panel|antibod\w*|antigens?|markers?|prevention|prophylaxis)\b"
+    r"(?:\s+(?!and\b|or\b|und\b|y\b|et\b)[\w']+){0,2}?\s+" + _phrase_regex(_family("hypo_post"))
 )
-_PERCENT: Final = re.compile(r"(?<![\w.,])(\d{1,3}(?:[.,]\d+)?)\s*%")
-_PROB_WORD: Final = re.compile(
-    r"(?:probability|probabilities|probable|likelihood|chance|odds|estimated|pre ?test"
-    r"|posterior|likely)\b"
+_CONTRAST: Final = re.compile(_phrase_regex(_family("contrast")))
+_VERB_TERM: Final = re.compile(_phrase_regex(_family("verb_term")))
+_CLAUSE_VERB: Final = re.compile(_phrase_regex(_family("clause_verb")))
+_RELATIVE: Final = frozenset(_family("relative"))
+_HARD_BREAK: Final = re.compile(r"[;:]")
+_SOFT_BREAK: Final = re.compile(r",|\s(?:and|und|y|et|e)\s")
+_ANTI: Final = re.compile(r"(?:^|\W)anti\s*$")
+
+_FIRST: Final = {
+    "neg": _first_words([*_NEG_PHRASES, "differentiat*", "distinguish*"]),
+    "post": _first_words(_family("post_neg")),
+    "pseudo": _first_words(_family("pseudo")),
+    "hypo_pre": _first_words(_family("hypo_pre")),
+    "hypo_post": _first_words(_family("hypo_post")),
+}
+_PUNCT: Final = "!\"#$%&'()*+,./:;<=>?@[\\]^_`{|}~\u2014\u2013\u2026"
+
+# --- probabilities -------------------------------------------------------------------------------
+
+_NUM: Final = r"\d{1,3}(?:[.,]\d+)?"
+_CMP: Final = "|".join(
+    re.escape(k).replace(r"\ ", r"\s+") for k in sorted(COMPARATORS, key=lambda x: (-len(x), x))
 )
+_NOT_A_PROBABILITY: Final = (
+    r"(?!\s*(?:hba1c|a1c|hb a1c|saturation|tsat|hematocrit|hct|rdw|hba2|hbf|of (?:the )?"
+    r"(?:cells|total|normal|reference))\b)"
+)
+_PCT: Final = (
+    rf"(?:(?P<cmp>{_CMP}|~|approximately|approx|about|around|circa|ca|etwa|aprox|environ)\s*)?"
+    rf"(?P<a>{_NUM})\s*%?\s*(?:(?:to|bis|a|y|et|and|or)\s*(?P<b>{_NUM})\s*)?%" + _NOT_A_PROBABILITY
+)
+_PROB_ADJ: Final = _phrase_regex(_family("prob_low") + _family("prob_high"))
+_PROB_NOUN: Final = _phrase_regex(_family("prob_noun"))
+_WORD_PROB: Final = (
+    rf"(?P<w>{_PROB_ADJ})\s+{_PROB_NOUN}"
+    rf"|{_PROB_NOUN}\s+(?:is\s+|ist\s+|es\s+|est\s+)?(?P<w2>{_PROB_ADJ})"
+)
+_FILLER: Final = (
+    r"(?:is|are|of|at|estimated|estimate|probability|likelihood|chance|has|have|a|an|carries|"
+    r"carry|with an?|given|p|est|ist|es|de|d|du|der|von|wahrscheinlichkeit|probabilidad|"
+    r"probabilite|[=(~])"
+)
+_RIGHT_PROB: Final = re.compile(
+    # (a) the probability follows the mention, with only filler words between: "Hepatitis 3%",
+    # "hepatitis (probability 40%)", "the likelihood of CKD is under 5%", "X carries a low
+    # probability"; (b) a label of up to four more words, an optional parenthesis and a
+    # separator first: "anaemia of inflammation: 5-15%", "viral hepatitis (HBV): 70%",
+    # "Probability of cirrhosis: remote (<1%)" (a bare probability word counts after a separator).
+    rf"(?:(?P<sep>(?:\s+[\w']+){{0,4}}?\s*\)?\s*(?:\([^()%:]{{0,40}}\)\s*)?[:=(;])\s*"
+    rf"(?:{_FILLER}\s*)*|\s*(?:;\s*)?(?:{_FILLER}\s*)*)"
+    rf"(?:{_PCT}|{_WORD_PROB}|(?(sep)(?P<w3>{_PROB_ADJ})(?![\w ]*%)|(?!)))"
+)
+_LEFT_PROB: Final = re.compile(
+    rf"(?:{_PCT}|(?P<w>{_PROB_ADJ}))\s*(?:estimated\s+)?(?:{_PROB_NOUN}|risk)\s+"
+    r"(?:of|for|de|d'|fur|that)\s*(?:(?:an?|the|une?|una?|el|la|le|les|l'|eine[rs]?|ein)\s+)?"
+    r"(?:[\w']+\s+){0,2}$"
+)
+_CHECKLIST: Final = re.compile(
+    r"(?:\s+[\w']+){0,3}?\s*(?:\([^()]{0,60}\)\s*)?[:;=]\s*(?:(?P<neg>"
+    + _phrase_regex(_family("check_neg"))[3:-7]
+    + r")|(?P<pos>"
+    + _phrase_regex(_family("check_pos"))[3:-7]
+    + r"))\s*(?=$|[.,;(|\u2026]|\s\(|\s;)"
+)
+_LOW_WORDS: Final = frozenset(_family("prob_low"))
+
+WORD_PROBABILITY_LOW: Final = 5.0
+WORD_PROBABILITY_HIGH: Final = 50.0
+"""Nominal percentages of probability words ("low" is below ``LOW_PROBABILITY_PERCENT``,
+"moderate"/"high" above it); only the side of the threshold matters, they never enter a sum."""
+
+
+def _compare(cmp: str | None, value: float) -> float:
+    """A bound read as the probability it implies: "<5%" lies below 5, "≤5%" at most 5."""
+    op = COMPARATORS.get(" ".join((cmp or "").split()), "")
+    return math.nextafter(value, -math.inf) if op == "<" else value
+
+
+def _probability(m: re.Match[str]) -> float:
+    """The probability a ``_PCT`` / word match states (a range: its upper end)."""
+    groups = m.groupdict()
+    word = groups.get("w") or groups.get("w2") or groups.get("w3")
+    if word is not None:
+        return (
+            WORD_PROBABILITY_LOW if " ".join(word.split()) in _LOW_WORDS else WORD_PROBABILITY_HIGH
+        )
+    hi = groups.get("b") or groups["a"]
+    return _compare(groups.get("cmp"), parse_percent(hi))
+
+
+def parse_percent(text: str) -> float:
+    """``"12,5"`` or ``"12.5"`` → 12.5 (decimal commas occur in localised reports)."""
+    return float(text.replace(",", "."))
+
+
+_VALUE: Final = re.compile(rf"\s*(?:{_PCT}|(?P<w>{_PROB_ADJ}))\s*$")
+_BARE_NUMBER: Final = re.compile(rf"\s*(?P<cmp>{_CMP}|~)?\s*(?P<a>{_NUM})\s*$")
+
+
+def parse_probability(value: object) -> tuple[float, bool] | None:
+    """A structured differential's probability: ``(percent or fraction, numeric?)``.
+
+    Numbers are returned as given (the caller decides whether they are fractions); strings may
+    be "60%", "<5 %", "1-3%" (upper end), "12,5", or a probability word in any of the four
+    languages ("high", "baja", "élevée" → a nominal value, ``numeric`` False). None otherwise.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return (float(value), True) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    t = normalize(value).strip()
+    m = _VALUE.match(t)
+    if m is not None:
+        return _probability(m), m.group("w") is None
+    m = _BARE_NUMBER.match(t)
+    if m is not None:
+        return _compare(m.group("cmp"), parse_percent(m.group("a"))), True
+    return None
+
+
+# --- differential lines (for the probability sum) ------------------------------------------------
+
+_CONDITION: Final = re.compile(r"(?<!\w)(?:" + "|".join(CONDITION_WORDS) + r")(?!\w)")
+
+
+def names_condition(label: str) -> bool:
+    """Whether a differential label names a condition (``vocabulary.CONDITION_WORDS``), so
+    that "Hematology — primary signal: 76%" does not make a differential valid."""
+    return _CONDITION.search(normalize(label)) is not None
+
+
 _NUMBER: Final = re.compile(r"\d{1,3}(?:[.,]\d+)?")
 _PROB_PREFIX: Final = re.compile(
     r"(?:probability|likelihood|estimated|approximately|approx\.?|about|~|p\s*=)\s*(?:of\s*)?$"
 )
 _BULLET: Final = re.compile(r"^\s*(?:[*\u2022]\s*|\d{1,2}[.)]\s+)")
 _ENTRY_SEPARATORS: Final = (":", "(", ";", "=")
-
-# Words that can start a cue of each family: a sentence without any of them skips that
-# family's regex entirely (most sentences of a report carry no cue at all).
-_PUNCT: Final = "!\"#$%&'()*+,./:;<=>?@[\\]^_`{|}~\u2014\u2013\u2026"
-
-
-def _wordset(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-_PRE_NEG_WORDS: Final = _wordset(
-    "no not without never neither nor none absence absent free negative lack lacks lacking "
-    "denies denied exclude excludes excluded excluding exclusion rule rules ruled ruling "
-    "unlikely inconsistent incompatible rather unlike opposed argue argues against "
-    "differentiate differentiates differentiated differentiating differentiation distinguish "
-    "distinguishes distinguished distinguishing"
+_ENTRY_PIECE: Final = re.compile(
+    rf"^\s*(?P<label>[^%:|]{{2,160}}?)\s*(?:[:=(]\s*|;\s*|\s)(?:(?:probability|likelihood|"
+    rf"estimated|approximately|approx|about|p\s*=)\s*)?(?:{_PCT})\s*\)?\s*$"
 )
-_POST_NEG_WORDS: Final = _wordset("unlikely improbable excluded ruled absent negative not")
-_HYPO_PRE_WORDS: Final = _wordset(
-    "risk risks develop develops developed developing development prevent prevents preventing "
-    "prevention preventive avoid avoids avoiding screen screening monitor monitoring "
-    "surveillance vaccinate vaccinated vaccinating vaccination vaccinations immunize immunise "
-    "immunized immunised immunization immunisation case if whether progress progresses "
-    "progressing progression evaluate evaluated evaluating evaluation assess assessed assessing "
-    "assessment test tests testing check checks checking work workup history"
-)
-_HYPO_POST_WORDS: Final = _wordset(
-    "risk risks serology serologies screening vaccine vaccines vaccination vaccinations "
-    "immunization immunisation testing test tests panel antibody antibodies antigen antigens "
-    "marker markers prevention prophylaxis"
-)
-_PROB_WORDS: Final = _wordset(
-    "probability probabilities probable likelihood chance odds estimated pretest pre posterior "
-    "likely"
-)
-
-
-def parse_percent(text: str) -> float:
-    """``"12,5"`` or ``"12.5"`` → 12.5 (decimal commas occur in localised reports)."""
-    return float(text.replace(",", "."))
 
 
 def _entry(line: str) -> tuple[int, int, float] | None:
@@ -396,6 +532,38 @@ def parse_entry(item: str) -> tuple[str, float] | None:
     return None if e is None else (item[e[0] : e[1]], e[2])
 
 
+def parse_entries(item: str) -> list[tuple[str, float]]:
+    """Every ``(label, probability)`` of a (normalised) differential item.
+
+    ``parse_entry``'s line when it is one; else a line of several entries separated by commas,
+    semicolons or bars, each a label and its probability ("Gilbert syndrome 92%, haemolytic
+    anaemia 3%, hepatitis 2%", "Healthy 95% | hypothyroidism 3% | anaemia 2%"), after an
+    optional heading ("Differential: …"). Every piece must be an entry, or the line is prose
+    and gives none. A range counts at its midpoint and a bound at its value in the sum.
+    """
+    one = parse_entry(item)
+    if one is not None:
+        return [one]
+    if item.count("%") < 2:
+        return []
+    body = _BULLET.sub("", item, count=1)
+    head, colon, rest = body.partition(":")
+    if colon and "%" not in head and len(head.split()) <= 3:
+        body = rest
+    out: list[tuple[str, float]] = []
+    for piece in re.split(r"[,;|]\s*(?![\d])", body.rstrip(" .")):
+        m = _ENTRY_PIECE.match(piece)
+        if m is None:
+            return []
+        a = parse_percent(m.group("a"))
+        b = m.group("b")
+        out.append((m.group("label").strip(" (-"), (a + parse_percent(b)) / 2 if b else a))
+    return out
+
+
+# --- the status of one mention -------------------------------------------------------------------
+
+
 def _cues(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int]]:
     """Matches of a cue pattern that start on a word boundary.
 
@@ -419,107 +587,186 @@ def _spans(
     return out
 
 
+def _has(words: set[str], family: str) -> bool:
+    exact, prefixes = _FIRST[family]
+    return not words.isdisjoint(exact) or (
+        bool(prefixes) and any(w.startswith(prefixes) for w in words)
+    )
+
+
 class _Sentence:
     """Cue positions of one sentence, computed only for the cue families its words trigger."""
 
-    __slots__ = (
-        "_terminators",
-        "has_prob_word",
-        "hypo_post",
-        "hypo_pre",
-        "percents",
-        "post_neg",
-        "pre_neg",
-        "start",
-        "text",
-    )
+    __slots__ = ("_breaks", "hypo_post", "hypo_pre", "neg", "post_neg", "pseudo", "start", "text")
 
     def __init__(self, start: int, text: str) -> None:
         self.start = start
         self.text = text
         words = set(map(str.strip, text.split(), itertools.repeat(_PUNCT)))
-        pre = not words.isdisjoint(_PRE_NEG_WORDS)
-        post = not words.isdisjoint(_POST_NEG_WORDS)
-        pseudo = list(_cues(_PSEUDO, text)) if pre or post else []
-        self.pre_neg = _spans(_PRE_NEG, text, pseudo) if pre else []
-        self.post_neg = _spans(_POST_NEG, text, pseudo) if post else []
-        self.hypo_pre = (
-            list(_cues(_HYPO_PRE, text)) if not words.isdisjoint(_HYPO_PRE_WORDS) else []
-        )
-        self.hypo_post = not words.isdisjoint(_HYPO_POST_WORDS)
-        prob = "%" in text and not words.isdisjoint(_PROB_WORDS)
-        self.percents = (
-            [(m.start(), parse_percent(m.group(1))) for m in _PERCENT.finditer(text)]
-            if prob
-            else []
-        )
-        self.has_prob_word = list(_cues(_PROB_WORD, text)) if prob else []
-        self._terminators: list[int] | None = None
+        words.discard("")
+        neg, post = _has(words, "neg"), _has(words, "post")
+        self.pseudo = list(_cues(_PSEUDO, text)) if (neg or post) and _has(words, "pseudo") else []
+        self.neg = _spans(_PRE_NEG, text, self.pseudo) if neg else []
+        self.post_neg = _spans(_POST_NEG, text, self.pseudo) if post else []
+        self.hypo_pre = list(_cues(_HYPO_PRE, text)) if _has(words, "hypo_pre") else []
+        self.hypo_post = _has(words, "hypo_post")
+        self._breaks: tuple[list[int], list[int], list[tuple[int, int]], list[int]] | None = None
 
     @property
-    def terminators(self) -> list[int]:
-        """Start offsets of the clause terminators (computed on first use)."""
-        if self._terminators is None:
-            self._terminators = [a for a, _ in _cues(_TERMINATOR, self.text)]
-        return self._terminators
+    def breaks(self) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
+        """(hard breaks and contrast cues, soft breaks, verb terminators, clause verbs): starts
+        (verb terminators with their ends), computed on first use; cue spans are masked so a
+        terminator inside a cue ("does not *suggest*", "not *due to*") ends nothing."""
+        if self._breaks is None:
+            t = self.text
+            masked = [*self.neg, *self.pseudo, *self.post_neg, *self.hypo_pre]
+            hard = sorted(
+                [m.start() for m in _HARD_BREAK.finditer(t)]
+                + [s for s, _ in _spans(_CONTRAST, t, masked)]
+            )
+            soft = [m.start() for m in _SOFT_BREAK.finditer(t)]
+            verbs = [(s, e) for s, e in _spans(_VERB_TERM, t, masked) if not self._relative(s)]
+            clause = [s for s, _ in _spans(_CLAUSE_VERB, t, masked) if not self._relative(s)]
+            self._breaks = (hard, soft, verbs, clause)
+        return self._breaks
 
-    @property
-    def has_cues(self) -> bool:
-        return bool(
-            self.pre_neg or self.post_neg or self.hypo_pre or self.hypo_post or self.has_prob_word
-        )
+    def _relative(self, pos: int) -> bool:
+        """A verb within two words after "that/which/to/…" belongs to a relative or infinitive
+        clause of the phrase before it and starts no new assertion."""
+        before = self.text[max(0, pos - 40) : pos].split()[-2:]
+        return any(w.strip(_PUNCT) in _RELATIVE for w in before)
 
 
 def _words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def _same_clause(sent: _Sentence, a: int, b: int) -> bool:
-    """No clause terminator starts in ``[a, b)``."""
-    return bisect.bisect_left(sent.terminators, a) == bisect.bisect_left(sent.terminators, b)
+def _between(xs: Sequence[int], a: int, b: int) -> bool:
+    i = bisect.bisect_left(xs, a)
+    return i < len(xs) and xs[i] < b
 
 
-def _clause_bounds(sent: _Sentence, pos: int) -> tuple[int, int]:
-    i = bisect.bisect_right(sent.terminators, pos)
-    lo = sent.terminators[i - 1] if i > 0 else 0
-    hi = sent.terminators[i] if i < len(sent.terminators) else len(sent.text)
-    return lo, hi
+def _in_scope(sent: _Sentence, cue: tuple[int, int], s: int, *, window: int) -> bool:
+    """Whether a forward cue at ``cue`` reaches a mention starting at ``s`` (ConText scope).
+
+    The scope ends at ``;``/``:``, at a contrast cue (but, however, aber, pero, mais …), at a
+    verb or link that makes a new assertion (suggests, consistent with, points to …) unless the
+    cue is a negating subject ("nothing … would suggest X"), and at a comma or "and" followed
+    by a clause of its own (a finite verb before the mention); a list continues it.
+    """
+    cs, ce = cue
+    if _words(sent.text[ce:s]) > window:
+        return False
+    hard, soft, verbs, clause = sent.breaks
+    if _between(hard, ce, s):
+        return False
+    pronoun = " ".join(sent.text[cs:ce].split()) in _PRONOUN_NEG
+    if not pronoun and any(ce <= vs < s for vs, _ in verbs):
+        return False
+    i = bisect.bisect_left(soft, ce)
+    if i < len(soft) and soft[i] < s:
+        b = soft[i]
+        if _between(clause, b, s) or any(b <= vs < s for vs, _ in verbs):
+            return False
+    return True
+
+
+def _post_scope(sent: _Sentence, e: int, cs: int) -> bool:
+    """Whether a backward cue at ``cs`` reaches a mention ending at ``e``: same clause, within
+    ``POST_WINDOW`` words; a list before the cue is covered ("anaemia, cirrhosis and hepatitis
+    are excluded"), a mention with its own verb before a comma/"and" is not ("diabetes is
+    present and hepatitis is excluded")."""
+    if _words(sent.text[e:cs]) > POST_WINDOW:
+        return False
+    hard, soft, verbs, clause = sent.breaks
+    if _between(hard, e, cs) or any(e <= vs < cs for vs, _ in verbs):
+        return False
+    i = bisect.bisect_left(soft, e)
+    return not (i < len(soft) and soft[i] < cs and _between(clause, e, soft[i]))
+
+
+def _attached_probability(text: str, s: int, e: int) -> float | None:
+    """The probability stated for the mention at ``[s, e)``, if the text gives one."""
+    if "%" not in text and not _LOW_OR_HIGH.search(text):
+        return None
+    m = _RIGHT_PROB.match(text, e)
+    if m is not None:
+        return _probability(m)
+    m = _LEFT_PROB.search(text, max(0, s - 120), s)
+    if m is not None and m.end() == s:
+        return _probability(m)
+    # "The probability of diabetes in 10 years is less than 2%": the first percentage after
+    # the mention in its clause, when the clause asks for the mention's probability.
+    m = _PROB_OF.search(text, max(0, s - 80), s)
+    if m is not None and m.end() == s:
+        stop = min(
+            (i for i in (text.find(";", e), text.find(":", e)) if i != -1), default=len(text)
+        )
+        m = _PCT_ONLY.search(text, e, stop)
+        if m is not None:
+            return _probability(m)
+    return None
+
+
+_PROB_OF: Final = re.compile(
+    _PROB_NOUN
+    + r"\s+(?:of|for|de|d'|fur|that)\s*(?:(?:an?|the|une?|una?|el|la|le|les|l'|eine[rs]?|ein)\s+)?"
+    r"(?:[\w']+\s+){0,2}$"
+)
+_PCT_ONLY: Final = re.compile(_PCT)
+
+
+_LOW_OR_HIGH: Final = re.compile(_PROB_ADJ)
+
+
+def _cue_polarity(sent: _Sentence, s: int, e: int, lo: int = 0) -> Polarity:
+    """Negated / hypothetical / affirmed from the cues of the sentence (cues before ``lo``
+    are not considered)."""
+    text = sent.text
+    for cue in sent.neg:
+        if lo <= cue[0] and cue[1] <= s and _in_scope(sent, cue, s, window=PRE_WINDOW):
+            return Polarity.NEGATED
+    for cs, _ce in sent.post_neg:
+        if cs >= e and _post_scope(sent, e, cs):
+            return Polarity.NEGATED
+    for cue in sent.hypo_pre:
+        if lo <= cue[0] and cue[1] <= s and _in_scope(sent, cue, s, window=HYPO_WINDOW):
+            return Polarity.HYPOTHETICAL
+    if _ANTI.search(text, max(lo, s - 8), s):
+        return Polarity.HYPOTHETICAL
+    if sent.hypo_post and _HYPO_POST.match(text, e):
+        return Polarity.HYPOTHETICAL
+    return Polarity.AFFIRMED
+
+
+def _segment_start(text: str, s: int) -> int:
+    """Start of the list entry holding ``s`` (after the last ``,``/``;``/``|`` before it)."""
+    return max(text.rfind(c, 0, s) for c in ",;|") + 1
 
 
 def _text_polarity(sent: _Sentence, s: int, e: int) -> tuple[Polarity, float | None]:
-    """Status of a mention at ``[s, e)`` (sentence-relative) that is not a differential label."""
-    if not sent.has_cues:
-        return Polarity.AFFIRMED, None
+    """Status of a mention at ``[s, e)`` (sentence-relative); see the module docstring."""
     text = sent.text
-    lo, hi = _clause_bounds(sent, s)
-    if any(lo <= ps < hi for ps, _ in sent.has_prob_word):
-        in_clause = [(abs(pp - s), p) for pp, p in sent.percents if lo <= pp < hi]
-        if in_clause:
-            p = min(in_clause)[1]
-            if p < LOW_PROBABILITY_PERCENT:
-                return Polarity.LOW_PROBABILITY, p
-    for _cs, ce in sent.pre_neg:
-        if ce <= s and _same_clause(sent, ce, s) and _words(text[ce:s]) <= PRE_WINDOW:
-            return Polarity.NEGATED, None
-    for cs, _ce in sent.post_neg:
-        if cs >= e and _same_clause(sent, e, cs) and _words(text[e:cs]) <= POST_WINDOW:
-            return Polarity.NEGATED, None
-    for _cs, ce in sent.hypo_pre:
-        if ce <= s and _same_clause(sent, ce, s) and _words(text[ce:s]) <= PRE_WINDOW:
-            return Polarity.HYPOTHETICAL, None
-    if sent.hypo_post and _HYPO_POST.match(text, e, hi):
-        return Polarity.HYPOTHETICAL, None
-    return Polarity.AFFIRMED, None
+    p = _attached_probability(text, s, e)
+    if p is not None:
+        if p < LOW_PROBABILITY_PERCENT:
+            return Polarity.LOW_PROBABILITY, p
+        # The engine commits to the condition; only its own list entry can take that back
+        # ("No hepatitis: 90%", "Diabetes risk: 15%").
+        return _cue_polarity(sent, s, e, _segment_start(text, s)), p
+    c = _CHECKLIST.match(text, e)
+    if c is not None:
+        return (Polarity.NEGATED if c.group("neg") else Polarity.AFFIRMED), None
+    return _cue_polarity(sent, s, e), None
 
 
 def _label_polarity(label: str, s: int, e: int, p: float) -> Polarity:
-    """Status of a mention inside a differential label with probability ``p``."""
+    """Status of a mention inside a structured differential label with probability ``p``."""
     if p < LOW_PROBABILITY_PERCENT:
         return Polarity.LOW_PROBABILITY
-    pol, _ = _text_polarity(_Sentence(0, label), s, e)
-    # A probability >= 10 % is the engine committing to the condition; only words inside the
-    # label ("No hepatitis: 90%", "Diabetes risk: 15%") can take that back.
-    return Polarity.AFFIRMED if pol is Polarity.LOW_PROBABILITY else pol
+    sent = _Sentence(0, label)
+    pol = _cue_polarity(sent, s, e)
+    return pol
 
 
 class Document:
@@ -534,7 +781,7 @@ class Document:
         differential: Structured ``(condition, probability in %)`` pairs, if the response had them.
     """
 
-    __slots__ = ("_differential", "_entries", "_lines", "_sentences", "_text")
+    __slots__ = ("_differential", "_lines", "_sentences", "_text")
 
     def __init__(
         self, items: Iterable[str], differential: Sequence[tuple[str, float]] = ()
@@ -547,7 +794,6 @@ class Document:
         self._text: str | None = None
         # Sentences and differential lines are located lazily, around the mentions found.
         self._sentences: dict[int, _Sentence] = {}
-        self._entries: dict[int, tuple[int, int, float] | None] = {}
         self._differential = [
             (_normalize_item(c.replace("\n", " ")), float(p)) for c, p in differential
         ]
@@ -585,22 +831,9 @@ class Document:
             self._sentences[start] = sent
         return sent
 
-    def _entry_at(self, s: int, e: int) -> tuple[int, int, float] | None:
-        """The differential line whose label contains ``[s, e)``, if any."""
-        lo, hi = self._line(s)
-        if lo not in self._entries:
-            line = self.text[lo:hi]
-            found = _entry(line) if "%" in line else None
-            self._entries[lo] = None if found is None else (lo + found[0], lo + found[1], found[2])
-        entry = self._entries[lo]
-        if entry is not None and entry[0] <= s and e <= entry[1]:
-            return entry
-        return None
-
     def _iter_mentions(self, term: str, snippets: bool) -> Iterator[Mention]:
         matcher = term_matcher(term)
         for s, e in matcher.iter_spans(self.text):
-            entry = self._entry_at(s, e)
             sent = self._sentence(s)
             snippet = ""
             if snippets:
@@ -611,11 +844,6 @@ class Document:
                     + sent.text[lo:hi].strip()
                     + ("…" if hi < len(sent.text.rstrip()) else "")
                 )
-            if entry is not None:
-                ls, le, p = entry
-                pol = _label_polarity(self.text[ls:le], s - ls, e - ls, p)
-                yield Mention(term, pol, snippet, p, "entry")
-                continue
             pol, prob = _text_polarity(sent, s - sent.start, e - sent.start)
             yield Mention(term, pol, snippet, prob, "text")
         for cond, p in self._differential:
@@ -698,10 +926,6 @@ class Document:
 
     def _polarity_at(self, s: int, e: int) -> Polarity:
         """Status of the text mention at ``[s, e)`` (as ``_iter_mentions`` gives it)."""
-        entry = self._entry_at(s, e)
-        if entry is not None:
-            ls, le, p = entry
-            return _label_polarity(self.text[ls:le], s - ls, e - ls, p)
         sent = self._sentence(s)
         return _text_polarity(sent, s - sent.start, e - sent.start)[0]
 

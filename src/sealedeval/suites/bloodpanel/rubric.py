@@ -42,11 +42,18 @@ from sealedeval.suites.bloodpanel.layout import (
     SUBSECTION_CODES,
     SUBSECTION_TITLES,
 )
-from sealedeval.suites.bloodpanel.matching import Document, Polarity, normalize, parse_entry
+from sealedeval.suites.bloodpanel.matching import (
+    Document,
+    Polarity,
+    names_condition,
+    normalize,
+    parse_entries,
+    parse_probability,
+)
 
 Profile = Literal["kantesti-v11", "sealed"]
 PROFILES: Final[tuple[Profile, ...]] = ("kantesti-v11", "sealed")
-GRADER_VERSION: Final = {"kantesti-v11": "1", "sealed": "1"}
+GRADER_VERSION: Final = {"kantesti-v11": "1", "sealed": "2"}
 """Bumped whenever a profile's behaviour changes; every graded row names grader and version."""
 
 W_STRUCTURAL, W_CLINICAL = 0.35, 0.55
@@ -86,12 +93,15 @@ class Section(NamedTuple):
 class Report:
     """A response in one shape, whatever shape the engine used.
 
-    ``differential`` holds the structured ``(condition, probability %)`` pairs, empty when the
-    response had none.
+    ``differential`` holds the structured ``(condition, probability %)`` pairs with a numeric
+    probability (what the sum reads), empty when the response had none; ``stated`` every
+    structured pair, a probability word ("high", "baja") at its nominal value (what the
+    assertion rule reads).
     """
 
     sections: tuple[Section, ...]
     differential: tuple[tuple[str, float], ...] = ()
+    stated: tuple[tuple[str, float], ...] = ()
 
 
 _new_tuple: Final = tuple.__new__
@@ -124,22 +134,29 @@ def _as_float(x: Any) -> float | None:
     return None
 
 
-def _differential(resp: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+def _differential(
+    resp: Mapping[str, Any],
+) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+    """(numeric pairs, every pair) of the structured ``differential`` field (see ``Report``)."""
     raw = resp.get("differential")
     if not isinstance(raw, list):
-        return ()
-    out = []
+        return (), ()
+    parsed: list[tuple[str, float, bool]] = []
     for d in raw:
         if not isinstance(d, dict):
             continue
         name = d.get("condition") or d.get("diagnosis") or d.get("name")
-        p = _as_float(d.get("probability"))
+        p = parse_probability(d.get("probability"))
         if isinstance(name, str) and name.strip() and p is not None:
-            out.append((name.strip(), p))
+            parsed.append((name.strip(), p[0], p[1]))
+    numeric = [p for _, p, num in parsed if num]
     # Probabilities given as fractions (all <= 1, summing to about 1) are read as fractions.
-    if out and all(p <= 1.0 for _, p in out) and 0.9 <= sum(p for _, p in out) <= 1.1:
-        out = [(c, p * 100.0) for c, p in out]
-    return tuple(out)
+    if numeric and all(p <= 1.0 for p in numeric) and 0.9 <= sum(numeric) <= 1.1:
+        parsed = [(c, p * 100.0 if num else p, num) for c, p, num in parsed]
+    return (
+        tuple((c, p) for c, p, num in parsed if num),
+        tuple((c, p) for c, p, _ in parsed),
+    )
 
 
 def normalize_response(resp: Mapping[str, Any]) -> Report:
@@ -186,7 +203,7 @@ def normalize_response(resp: Mapping[str, Any]) -> Report:
                 for sub_code, items_raw in body.items()
             ]
             sections.append(_new_tuple(Section, (code, SECTION_TITLES[code], tuple(subs))))
-    return Report(tuple(sections), _differential(resp))
+    return Report(tuple(sections), *_differential(resp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,12 +350,22 @@ def _grade_v11(case: Case, report: Report, latency_s: float | None) -> CaseScore
 
 
 def _entries(items: Sequence[str]) -> list[tuple[str, float]]:
-    out = []
-    for it in items:
-        e = parse_entry(normalize(it))
-        if e is not None:
-            out.append(e)
-    return out
+    return [e for it in items for e in parse_entries(normalize(it))]
+
+
+NAMED_SHARE_MIN: Final = 0.5
+"""Share of a differential's stated probability that must sit on entries naming a condition."""
+
+
+def names_conditions(entries: Sequence[tuple[str, float]]) -> bool:
+    """A differential names conditions: entries that name one (``matching.names_condition``)
+    carry at least ``NAMED_SHARE_MIN`` of its stated probability, so "NAFLD 70%, other 30%"
+    counts and "Hematology — primary signal: 76%, secondary pattern: 14%, other factors: 6%,
+    incidental findings: 4%" (the published second update's differentials) does not, although
+    it sums to 100. The sealed profile's 90-110 check counts only such a differential."""
+    total = sum(p for _, p in entries)
+    named = sum(p for c, p in entries if names_condition(c))
+    return total > 0 and named >= NAMED_SHARE_MIN * total
 
 
 def sealed_differential(report: Report) -> tuple[str, list[tuple[str, float]]]:
@@ -376,7 +403,7 @@ def sealed_differential(report: Report) -> tuple[str, list[tuple[str, float]]]:
 def sealed_document(report: Report) -> Document:
     """The ``Document`` the sealed profile reads a report through (items and differential)."""
     items = [it for s in report.sections for sub in s.subsections for it in sub.items]
-    return Document(items, report.differential)
+    return Document(items, report.stated or report.differential)
 
 
 def v11_text(report: Report) -> str:
@@ -406,7 +433,8 @@ def _grade_sealed(case: Case, report: Report, latency_s: float | None, explain: 
     sec_hits, sub_hits, structural = _structure(report)
     source, entries = sealed_differential(report)
     prob_sum = sum(p for _, p in entries)
-    prob_ok = bool(entries) and PROB_RANGE[0] <= prob_sum <= PROB_RANGE[1]
+    named = bool(entries) and names_conditions(entries)
+    prob_ok = named and PROB_RANGE[0] <= prob_sum <= PROB_RANGE[1]
     kws, sss = case.expected_keywords, case.expected_scoring_systems
     # The whole answer key in one call (``Document.statuses`` memoises by term and line).
     found = doc.statuses((*kws, *sss, *case.trap_flags))
@@ -435,6 +463,7 @@ def _grade_sealed(case: Case, report: Report, latency_s: float | None, explain: 
             k for k, st in ss_status.items() if st is None or st > Polarity.HYPOTHETICAL
         ],
         "prob_source": source,
+        "prob_named": named,
     }
     if explain:
         details["keywords"] = {k: name(st) for k, st in kw_status.items()}
