@@ -45,9 +45,11 @@ class _Stats(Protocol):
 
 
 def duration(seconds: float | None) -> str:
-    """``"2m35s"``, ``"1h02m"``, ``"45s"``; ``"?"`` when unknown."""
+    """``"2m35s"``, ``"1h02m"``, ``"45s"``, ``"0.4s"``; ``"?"`` when unknown."""
     if seconds is None or seconds != seconds or seconds < 0:
         return "?"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
     s = round(seconds)
     if s < 60:
         return f"{s}s"
@@ -120,10 +122,13 @@ class StatusLines:
 
     def start(self, stats: _Stats) -> None:
         """The first line; ``stats`` may already hold an earlier phase's counts, which this
-        dispatch's line leaves out."""
+        dispatch's lines leave out."""
         self.base_ok, self.base_error = stats.ok, stats.error
         self.base_kinds = dict(stats.by_kind)
-        self._emit(stats, final=False)
+        skip = f", {self.skipped} already ok" if self.skipped else ""
+        self.out.write(f"{self.label}: starting {self.total} calls{skip}\n")
+        self.out.flush()
+        self.lines += 1
 
     def _counts(self, stats: _Stats) -> tuple[int, int, dict[str, int]]:
         kinds = {k: v - self.base_kinds.get(k, 0) for k, v in stats.by_kind.items()}

@@ -35,6 +35,22 @@ localrules:
     archive,
 
 
+# The end of every build (not a dry run): one table of the engine runs this build made, from
+# the ledger (`sealedeval status`: ok, skipped, errors by kind, wall time). A failure to print
+# it never changes the build's outcome.
+from datetime import datetime, timezone
+
+BUILD_STARTED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+onsuccess:
+    shell("sealedeval status --since " + BUILD_STARTED + " " + CONFIG_ARGS + " || true")
+
+
+onerror:
+    shell("sealedeval status --since " + BUILD_STARTED + " " + CONFIG_ARGS + " || true")
+
+
 include: "rules/common.smk"
 include: "rules/generate.smk"
 include: "rules/run.smk"

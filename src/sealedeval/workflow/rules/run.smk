@@ -1,4 +1,9 @@
-# Engine calls. The output is a marker inside the raw directory, never the directory itself:
+# Engine calls. The full log (the tqdm bar, retries, the error summary) goes to the log file;
+# `--status-fd 3 3>&2` also sends a throttled one-line status (done/total, errors by kind, ETA;
+# sealedeval/run/progress.py) to Snakemake's own stderr, so the terminal shows each run's
+# progress, not only "k of n steps done".
+#
+# The output is a marker inside the raw directory, never the directory itself:
 # Snakemake deletes a job's outputs before running it, and raw runs must never be deleted.
 # The items file is the input that matters: a config edit that regenerates a suite's items
 # reruns its run jobs, which resume (only calls not stored yet are made). After a fresh clone
@@ -21,7 +26,7 @@ rule run:
         suite_config=suite_config,
     shell:
         "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.config} "
-        "> {log} 2>&1"
+        "--status-fd 3 3>&2 > {log} 2>&1"
 
 
 # The same calls split into shards, one job each (suites with `shards: N`); on a cluster each
@@ -45,4 +50,4 @@ rule run_shard:
         shard=shard_arg,
     shell:
         "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
-        "{params.config} > {log} 2>&1"
+        "{params.config} --status-fd 3 3>&2 > {log} 2>&1"
