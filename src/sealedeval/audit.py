@@ -80,6 +80,7 @@ class Auditor:
         self._guard("ledgered parts", self.check_ledger_parts)
         self._guard("attempts", self.check_attempts)
         self._guard("external anchors", self.check_anchors)
+        self._guard("harness headline", self.check_harness_headline)
         return self.checks
 
     # -- checks ---------------------------------------------------------------------------------
@@ -607,6 +608,25 @@ class Auditor:
                 "none: only git dates exist, and a git date is set "
                 "by the client and proves nothing on its own",
                 warn=True,
+            )
+
+    def check_harness_headline(self) -> None:
+        """Imported runs: the metric each harness reported in its log equals ours recomputed
+        from the log's samples (``analysis.headline_mismatches``, both numbers named). A
+        headline on a subset, errors silently excluded or samples edited after the run fail."""
+        compared, problems = 0, []
+        for suite, sec in sorted(((self.result or {}).get("suites") or {}).items()):
+            an = sec.get("analysis") or {}
+            if "headline_mismatches" not in an:
+                continue
+            compared += sum(len(e.get("headline") or []) for e in an.get("engines", {}).values())
+            problems += [f"{suite}: {m}" for m in an["headline_mismatches"]]
+        if compared or problems:
+            self.add(
+                "harness headline",
+                not problems,
+                "; ".join(problems[:3])
+                or f"{compared} reported metric(s) equal ours recomputed from the samples",
             )
 
 

@@ -1,5 +1,6 @@
-"""Inspect AI imports: real logs made by the real Inspect AI (its ``mockllm`` provider) in the
-test, into a minimal sealed project; everything runs in-process and offline."""
+"""Imports of other harnesses' logs: real logs made by the real tools (Inspect AI's ``mockllm``
+in-process; lm-eval and promptfoo against a loopback server, or their committed fixtures),
+into a minimal sealed project; everything runs offline."""
 
 from __future__ import annotations
 
@@ -8,13 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("inspect_ai")
-
-from sealedeval.plugins import suite_kinds
-
-# until sealedeval/plugins.py names it (the lead adds the same line there)
-suite_kinds.add_lazy("imported", "sealedeval.imports.suite:ImportedSuite")
 
 
 @pytest.fixture(autouse=True)

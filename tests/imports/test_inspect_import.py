@@ -16,6 +16,8 @@ from sealedeval.imports import cli as import_cli
 from sealedeval.store import ledger
 from sealedeval.store.raw import latest_records, raw_files
 
+pytest.importorskip("inspect_ai")
+
 TASK = """
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample

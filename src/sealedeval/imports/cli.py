@@ -17,11 +17,34 @@ from sealedeval.errors import UserError
 
 def cmd_import_inspect(args: argparse.Namespace) -> int:
     from sealedeval.config import load_config
-    from sealedeval.imports import ingest, inspect_log
+    from sealedeval.imports import inspect_log
 
     cfg = load_config(Path(args.root), args.config or [])
     # every log is read and checked first: a bad one stops the import with nothing written
-    loaded = [inspect_log.load(cfg, Path(p), args.suite) for p in args.logs]
+    return _write(cfg, [inspect_log.load(cfg, Path(p), args.suite) for p in args.logs])
+
+
+def cmd_import_lm_eval(args: argparse.Namespace) -> int:
+    from sealedeval.config import load_config
+    from sealedeval.imports import lm_eval_log
+
+    cfg = load_config(Path(args.root), args.config or [])
+    paths = [Path(p) for p in args.paths]
+    return _write(cfg, lm_eval_log.load(cfg, paths, args.suite, args.task or []))
+
+
+def cmd_import_promptfoo(args: argparse.Namespace) -> int:
+    from sealedeval.config import load_config
+    from sealedeval.imports import promptfoo_log
+
+    cfg = load_config(Path(args.root), args.config or [])
+    loaded = [ing for p in args.files for ing in promptfoo_log.load(cfg, Path(p), args.suite)]
+    return _write(cfg, loaded)
+
+
+def _write(cfg: Any, loaded: list[Any]) -> int:
+    from sealedeval.imports import ingest
+
     ingest.check_unique(loaded)
     for out in ingest.write_all(cfg, loaded):
         where = f"results/raw/{out.suite}/{out.engine}"
@@ -40,6 +63,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     h.add_argument("logs", nargs="+", metavar="LOG")
     h.add_argument("--suite", help="the suite to import into (default: the log's task name)")
     h.set_defaults(fn=cmd_import_inspect)
+    h = harness.add_parser(
+        "lm-eval",
+        parents=[common],
+        help="lm-evaluation-harness output (results_*.json + samples_*.jsonl, --log_samples)",
+    )
+    h.add_argument("paths", nargs="+", metavar="DIR", help="--output_path directories or files")
+    h.add_argument("--suite", help="the suite to import into (default: the task name)")
+    h.add_argument("--task", action="append", help="import only this task (repeatable)")
+    h.set_defaults(fn=cmd_import_lm_eval)
+    h = harness.add_parser(
+        "promptfoo", parents=[common], help="promptfoo results (promptfoo eval -o results.json)"
+    )
+    h.add_argument("files", nargs="+", metavar="FILE")
+    h.add_argument("--suite", help="the suite to import into (default: the config's description)")
+    h.set_defaults(fn=cmd_import_promptfoo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,41 @@ def request_key(harness: str, task: str, sample_id: str, epoch: int, model: str)
     return hashlib.sha256(compact(body).encode()).hexdigest()
 
 
+#: Keys whose string values are credentials in the logs we read (lm-eval's model_args, a
+#: promptfoo provider's config): ``api_key``/``apiKey``, ``*_token``, ``password``, ...
+_SECRET_KEY = re.compile(
+    r"(^|[_-])(api[_-]?key|apikey|secret|password|passwd|authorization|token|"
+    r"access[_-]?key|private[_-]?key|credentials?)$"
+)
+#: ``scheme://user:password@host``: the user part of a URL is dropped.
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+REDACTED = "[redacted]"
+
+
+def redact(obj: Any) -> Any:
+    """A copy of a log's config tree safe to store: string values under credential-like keys
+    replaced, user info removed from URLs. Rows and ledger entries never carry a secret."""
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            key = str(k)
+            if isinstance(v, str) and v and _SECRET_KEY.search(key.lower()):
+                out[key] = REDACTED
+            else:
+                out[key] = redact(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return _URL_USERINFO.sub("", obj)
+    return obj
+
+
+def epoch_utc(seconds: float) -> str:
+    """A Unix time as the raw store's ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def iso_utc(value: str | None, fallback: str) -> str:
     """A log timestamp as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (the raw store's form)."""
     if not value:
@@ -69,6 +105,35 @@ def seal_state(cfg: Config, suite: str) -> Seal:
     except UserError:
         return Seal("", "", False)
     return Seal(s.rubric_sha256, s.seal_commit, s.sealed)
+
+
+#: The label a suite's ``harness:`` key uses for each importer's ``HARNESS`` (rows' params).
+HARNESS_LABELS = {"inspect_ai": "inspect", "lm_eval": "lm-eval", "promptfoo": "promptfoo"}
+
+
+def check_harness(cfg: Config, suite: str, harness: str, path: Path) -> None:
+    """A suite configured for one harness takes no other harness's logs (its sealed
+    definition names that harness)."""
+    want = cfg.suite(suite).get("harness")
+    label = HARNESS_LABELS.get(harness, harness)
+    if want and want != label:
+        raise UserError(
+            f"{path}: a {label} log, but suite {suite!r} is configured with harness: {want}"
+        )
+
+
+def read_json(path: Path) -> tuple[bytes, Any]:
+    """A JSON file's bytes and value; unreadable or not JSON (a truncated file) is one line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        return data, json.loads(data)
+    except ValueError as e:
+        if isinstance(e, json.JSONDecodeError):
+            raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        raise UserError(f"{path}: not valid JSON ({e})") from None
 
 
 @dataclass

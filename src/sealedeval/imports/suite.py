@@ -41,6 +41,10 @@ SOURCES = (
     "pkg:sealedeval/imports/config.schema.yaml",
 )
 GRADER_VERSION = "1"
+#: A row's ``params.harness`` (each importer's ``HARNESS``) → the label reports and the
+#: ``harness:`` config key use (the same table as ``ingest.HARNESS_LABELS``, kept here so this
+#: sealed module depends on no unsealed one).
+HARNESS_LABELS = {"inspect_ai": "inspect", "lm_eval": "lm-eval", "promptfoo": "promptfoo"}
 
 
 def spec_relpath(name: str) -> str:
@@ -246,15 +250,16 @@ class ImportedSuite:
                         unit="sample",
                     )
                 )
+        label = self.harness_label(rows)
         mismatches = [
-            f"{eng}/{m['scorer']}: ours {m['ours']} vs {self.section.get('harness', 'inspect')} "
-            f"{m['harness']} (log {m['log'][:12]})"
+            f"{eng}/{m['scorer']}: ours {m['ours']} vs {label} {m['harness']} "
+            f"(log {m['log'][:12]})" + _counts_note(m)
             for eng, e in engines.items()
             for m in e["headline"]
             if not m["match"]
         ]
         return {
-            "harness": self.section.get("harness", "inspect"),
+            "harness": label,
             "primary": primary,
             "threshold": self.threshold,
             "reduce": self.reduce,
@@ -264,6 +269,14 @@ class ImportedSuite:
             "headline_mismatches": mismatches,
             "metrics": metrics,
         }
+
+    def harness_label(self, rows: Sequence[Row]) -> str:
+        """The configured ``harness``, else the harness(es) the rows were imported from."""
+        configured = self.section.get("harness")
+        if configured:
+            return str(configured)
+        names = {str(_params(r).get("harness", "")) for r in rows} - {""}
+        return "+".join(sorted(HARNESS_LABELS.get(n, n) for n in names)) or "inspect"
 
     # -- presentation (present.py is not sealed) --------------------------------------------
     def report_sections(self, section: Mapping[str, Any]) -> str:
@@ -348,19 +361,26 @@ class ImportedSuite:
             if name == primary:
                 outcomes = dict(verdicts)
             for h in harness:
-                reported = (h["headline"].get(name) or {}).get("metrics", {}).get("accuracy")
+                head = h["headline"].get(name) or {}
+                reported = head.get("metrics", {}).get("accuracy")
                 if reported is None:
                     continue
                 same = ours is not None and abs(float(reported) - ours) <= self.tolerance
-                headline.append(
-                    {
-                        "scorer": name,
-                        "ours": ours,
-                        "harness": reported,
-                        "match": same,
-                        "log": h["log_sha256"],
-                    }
-                )
+                entry_h = {
+                    "scorer": name,
+                    "ours": ours,
+                    "harness": reported,
+                    "match": same,
+                    "log": h["log_sha256"],
+                }
+                if isinstance(head.get("counts"), Mapping):
+                    # a harness that reports counts (promptfoo): passed / failed / errored
+                    # must be ours too, so an error silently dropped or added is caught
+                    mine_counts = {"passed": k, "failed": n - k, "error": len(errored)}
+                    theirs = {c: head["counts"].get(c) for c in mine_counts}
+                    entry_h |= {"counts": {"ours": mine_counts, "harness": theirs}}
+                    entry_h["match"] = same and theirs == mine_counts
+                headline.append(entry_h)
                 metrics.append(
                     metric(
                         "harness_accuracy",
@@ -384,6 +404,18 @@ class ImportedSuite:
             **status_counts(rows),
         }
         return entry, metrics, outcomes
+
+
+def _counts_note(m: Mapping[str, Any]) -> str:
+    """``; passed/failed/error ours 3/1/1 vs 3/1/0`` when the counts were compared and differ."""
+    c = m.get("counts")
+    if not c or c["ours"] == c["harness"]:
+        return ""
+    keys = list(c["ours"])
+    return (
+        f"; passed/failed/error ours {'/'.join(str(c['ours'][k]) for k in keys)} vs "
+        f"{'/'.join(str(c['harness'][k]) for k in keys)}"
+    )
 
 
 def _spread(values: Mapping[str, Sequence[float]]) -> float | None:

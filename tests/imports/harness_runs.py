@@ -1,0 +1,148 @@
+"""Run the real lm-evaluation-harness and promptfoo against a loopback OpenAI-compatible server.
+
+Shared by the tests (which run the real tools when they are installed) and by
+``scripts/imports/make_*_fixture.sh`` (which made the committed fixtures). The server is
+``tests/fakes/openai_server.py`` (the real chat-completions protocol on 127.0.0.1) answering
+from a fixed table per model, so every run gives the same answers and the same scores.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.openai_server import FakeOpenAI, last_user_content
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures" / "imports"
+LM_EVAL_TASK = FIXTURES / "lm_eval_task"
+PROMPTFOO_CONFIG = FIXTURES / "promptfoo_config"
+
+#: A key that is no secret: runs use it so that the tests can prove no key reaches a log,
+#: a row or a ledger entry (the harnesses send it as ``Authorization: Bearer ...``).
+DUMMY_KEY = "sk-sealedeval-dummy-key-0000"
+
+#: Replies per model, by a word of the question. Scored by lm-eval's exact_match (case and
+#: punctuation ignored): tiny-a is right on 0 1 2 5 and, by the first word (flex), on 4;
+#: tiny-b on 0 3 5 and, flex, on 1.
+LM_EVAL_ANSWERS: dict[str, dict[str, str]] = {
+    "tiny-a": {
+        "France": "Paris",
+        "2+2": "4",
+        "sky": "Blue.",
+        "planet": "Saturn",
+        "hot": "cold, surely",
+        "gold": "Au",
+    },
+    "tiny-b": {
+        "France": "Paris",
+        "2+2": "4 obviously",
+        "sky": "green",
+        "planet": "Jupiter",
+        "hot": "warm",
+        "gold": "Au",
+    },
+}
+
+
+#: Replies for the promptfoo config (tests/fixtures/imports/promptfoo_config/): tiny-a passes
+#: capital, sum and sky; tiny-b capital only ("4 obviously" is not equal to "4", "green");
+#: both fail planet; the BOOM test gets HTTP 500 (PROMPTFOO_FAULTS) and is an error.
+PROMPTFOO_ANSWERS: dict[str, dict[str, str]] = {
+    "tiny-a": {"France": "Paris", "2+2": "4", "sky": "Blue", "planet": "Saturn"},
+    "tiny-b": {"France": "Paris.", "2+2": "4 obviously", "sky": "green", "planet": "Mars"},
+}
+#: Every request for the BOOM test is answered with HTTP 500 (more than promptfoo retries).
+PROMPTFOO_FAULTS = {"BOOM": ["server"] * 50}
+
+
+def _responder(table: Mapping[str, Mapping[str, str]]) -> Any:
+    def answer(body: dict[str, Any]) -> str:
+        text = last_user_content(body)
+        replies = table.get(str(body.get("model")), {})
+        for word, reply in replies.items():
+            if word in text:
+                return reply
+        return "I do not know"
+
+    return answer
+
+
+@contextmanager
+def answering_server(
+    table: Mapping[str, Mapping[str, str]], faults: Mapping[str, list[str]] | None = None
+) -> Iterator[FakeOpenAI]:
+    """A loopback chat-completions server answering from ``table`` (model → word → reply)."""
+    with FakeOpenAI(responder=_responder(table), faults=faults, retry_after="0") as fake:
+        yield fake
+
+
+def offline_env(home: Path) -> dict[str, str]:
+    """The environment a harness runs in: caches under ``home``, no hub access, the dummy key,
+    loopback never proxied, no telemetry."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+    return keep | {
+        "HOME": str(home),
+        "HF_HOME": str(home / "hf"),
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "OPENAI_API_KEY": DUMMY_KEY,
+        "NO_PROXY": "*",
+        "no_proxy": "*",
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_DISABLE_SHARING": "1",
+        "PROMPTFOO_CONFIG_DIR": str(home / "promptfoo"),
+        "PROMPTFOO_CACHE_ENABLED": "false",
+    }
+
+
+def run_lm_eval(
+    out: Path, base_url: str, model: str, work: Path, *, limit: int | None = None
+) -> Path:
+    """``lm_eval --model local-chat-completions ... --log_samples --output_path out`` on the
+    tinyqa task (run in a copy of its folder: the YAML names its data relatively); returns
+    the directory holding ``results_*.json`` and ``samples_tinyqa_*.jsonl``."""
+    tasks = work / "tasks"
+    if not tasks.exists():
+        shutil.copytree(LM_EVAL_TASK, tasks)
+    cmd = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "local-chat-completions",
+        "--model_args",
+        f"model={model},base_url={base_url}/chat/completions,num_concurrent=1,max_retries=1,"
+        "tokenized_requests=False",
+        "--apply_chat_template",
+        "--include_path",
+        ".",
+        "--tasks",
+        "tinyqa",
+        "--log_samples",
+        "--output_path",
+        str(out),
+        *(["--limit", str(limit)] if limit is not None else []),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=tasks, env=offline_env(work), capture_output=True, text=True, timeout=600
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"lm_eval failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    folder = out / model.replace("/", "__")  # lm-eval's model_name_sanitized
+    assert list(folder.glob("results_*.json")), f"lm_eval wrote no results under {folder}"
+    return folder
+
+
+def lm_eval_version() -> str:
+    from importlib.metadata import version
+
+    return version("lm_eval")
