@@ -32,6 +32,8 @@ def normalise(obj: Any) -> Any:
         if not math.isfinite(obj):
             return None
         r = float(f"{obj:.{FLOAT_DIGITS}g}")
+        if not math.isfinite(r):  # rounding up past the largest float: keep the value itself
+            return obj
         return 0.0 if r == 0 else r
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
         return normalise(obj.item())

@@ -196,20 +196,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from sealedeval.stages.pipeline import (
         analysis_doc,
         fresh_graded,
+        graded_rows,
         latest,
         load_items,
         rows_rubric,
         stage_key,
+        write_graded,
     )
 
     cfg = _cfg(args)
     key = stage_key(cfg, args.suite)
-    graded = fresh_graded(cfg, args.suite, key)
+    graded = None if args.grade else fresh_graded(cfg, args.suite, key)
     src = artifacts.graded_path(cfg.root, args.suite).relative_to(cfg.root)
-    if graded is None:
+    if graded is None and not args.grade:
         raise UserError(f"{src}: missing or older than the raw runs; run `sealedeval grade` first")
     rows = latest(cfg, args.suite)
     items = load_items(cfg, args.suite, rows_rubric(rows))
+    if graded is None:  # --grade: the grade stage first, in this process (one job per suite)
+        graded = graded_rows(cfg, args.suite, items, rows)
+        write_graded(cfg, args.suite, graded, key)
+        print(f"{args.suite}: {len(graded)} graded rows → {src}")
     doc = analysis_doc(cfg, args.suite, items, graded, rows, key)
     out = artifacts.analysis_path(cfg.root, args.suite)
     artifacts.write_analysis(out, doc)
@@ -483,6 +489,12 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, parents=[common], help=text)
         s.add_argument("suite")
         s.set_defaults(fn=fn)
+        if name == "analyze":
+            s.add_argument(
+                "--grade",
+                action="store_true",
+                help="grade first (write the graded file) in this process: the workflow's job",
+            )
 
     s = sub.add_parser(
         "publish", parents=[common], help="write result.json, report.md and report.html"

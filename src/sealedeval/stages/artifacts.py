@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sealedeval.canonical import compact, dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import atomic_path, write_text_atomic
+from sealedeval.store.arrow import pa
 
 ITEMS_DIR = Path("results/items")
 GRADED_DIR = Path("results/graded")
@@ -79,9 +79,11 @@ def read_items_meta(path: Path) -> dict[str, str]:
 
 def read_items(path: Path) -> list[dict[str, Any]]:
     try:
-        t = pq.read_table(path, columns=["record"])
+        t = pq.ParquetFile(path).read(columns=["record"])
     except (OSError, pa.ArrowInvalid, KeyError) as e:
         raise UserError(f"{path}: not a readable items file ({e})") from None
+    if "record" not in t.column_names:  # ParquetFile.read skips an unknown column silently
+        raise UserError(f"{path}: not a readable items file (no column 'record')")
     return [json.loads(r) for r in t.column("record").to_pylist()]
 
 
@@ -193,7 +195,7 @@ def read_graded_meta(path: Path) -> dict[str, str]:
 
 def read_graded(path: Path) -> list[dict[str, Any]]:
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()
     except (OSError, pa.ArrowInvalid) as e:
         raise UserError(f"{path}: not a readable graded file ({e})") from None
     return rows_from_table(table)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
+from sealedeval.store.arrow import pa
 
 _REQUIRED: Any = object()
 

@@ -26,7 +26,6 @@ localrules:
     all,
     runs,
     generate,
-    grade,
     analyze,
     publish,
     figures,
@@ -54,7 +53,6 @@ onerror:
 include: "rules/common.smk"
 include: "rules/generate.smk"
 include: "rules/run.smk"
-include: "rules/grade.smk"
 include: "rules/analyze.smk"
 include: "rules/publish.smk"
 include: "rules/audit.smk"

@@ -1,14 +1,17 @@
+# One job per suite grades and analyses it: `sealedeval analyze --grade` writes the graded file,
+# then the analysis from the same rows in the same process. Two jobs (grade, then analyze) read
+# the raw runs twice and paid the CLI's start-up twice per suite (benchmarks/analysis.py).
 rule analyze:
     input:
-        graded="results/graded/{suite}.parquet",
         suite_items="results/items/{suite}.parquet",
         runs=run_markers,
     output:
-        "results/analysis/{suite}.json",
+        graded="results/graded/{suite}.parquet",
+        analysis="results/analysis/{suite}.json",
     log:
         "logs/analyze/{suite}.log",
     params:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        "sealedeval analyze {wildcards.suite} {params.config} > {log} 2>&1"
+        "sealedeval analyze {wildcards.suite} --grade {params.config} > {log} 2>&1"
