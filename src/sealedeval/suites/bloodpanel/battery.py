@@ -31,6 +31,7 @@ import yaml
 
 from sealedeval import stats
 from sealedeval.errors import UserError
+from sealedeval.stats.metrics import Metric, rate_metric
 from sealedeval.suites.bloodpanel.rubric import Profile, flags_fired
 
 SCHEMA: Final = "bloodpanel-assertion-battery/1"
@@ -158,7 +159,8 @@ def battery(root: Path) -> tuple[Pair, ...]:
 
 def _rate(k: int, n: int) -> dict[str, Any]:
     lo, hi = stats.wilson(k, n) if n else (math.nan, math.nan)
-    return {"k": k, "n": n, "estimate": k / n if n else math.nan, "lo": lo, "hi": hi}
+    rate = k / n if n else math.nan
+    return {"k": k, "n": n, "rate": rate, "lo": lo, "hi": hi}
 
 
 def detect(pairs: Sequence[Pair], profile: Profile) -> list[bool]:
@@ -171,7 +173,7 @@ def measure(pairs: Sequence[Pair], profile: Profile) -> dict[str, Any]:
 
     Returns:
         ``{profile, n, n_ambiguous, matrix: {tp, fp, fn, tn}, precision, recall, accuracy
-        (each {k, n, estimate, lo, hi}), by_lang: {lang: matrix}, by_form, disagreements:
+        (each {k, n, rate, lo, hi}), by_lang: {lang: matrix}, by_form, disagreements:
         [{id, lang, form, condition, label, lean, rule, detected, kind (fp/fn), text}]}``.
     """
     verdicts = detect(pairs, profile)
@@ -230,3 +232,16 @@ def detector_section(root: Path) -> dict[str, Any]:
         "by_form": dict(sorted(Counter(x.form for x in pairs).items())),
         "profiles": {prof: measure(pairs, prof) for prof in MEASURED_PROFILES},
     }
+
+
+def metrics(section: Mapping[str, Any]) -> list[Metric]:
+    """``detector_precision`` and ``detector_recall`` of each measured profile (Wilson 95 %,
+    unit the battery pair), for the metric table every suite's result.json carries."""
+    out: list[Metric] = []
+    for prof, m in section["profiles"].items():
+        for name in ("precision", "recall"):
+            r = m[name]
+            out.append(
+                rate_metric(f"detector_{name}", {"profile": prof}, r["k"], r["n"], unit="pair")
+            )
+    return out

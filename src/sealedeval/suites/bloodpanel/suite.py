@@ -48,7 +48,7 @@ from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed, keyed_request
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
-from sealedeval.suites.bloodpanel import pdf, plan, prompts
+from sealedeval.suites.bloodpanel import battery, pdf, plan, prompts
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
 from sealedeval.suites.bloodpanel.reference import reference_report
 from sealedeval.suites.bloodpanel.rubric import (
@@ -232,6 +232,8 @@ class BloodpanelSuite:
             "calculators",
             "plan",
             "pdf",
+            "cues",
+            "battery",
         )
         # Not sealed: the reference interpreter (``reference/``) is an engine's answerer, the
         # ceiling, not the rubric (editing it must not re-seed every synthetic case), and
@@ -239,6 +241,9 @@ class BloodpanelSuite:
         return [
             "data/bloodpanel/curated.yaml",
             "data/bloodpanel/SEALED_RULE.md",
+            # The detector's measurement (every analysis reports it) is of the sealed battery.
+            "data/bloodpanel/assertion_battery.yaml",
+            "data/bloodpanel/assertion_rules.md",
             *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
             "pkg:sealedeval/graders/jsonparse.py",  # the shared JSON reader parse_report uses
         ]
@@ -474,6 +479,9 @@ class BloodpanelSuite:
             pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         comparisons = [plan.compare(a, b, means, ids, scores, n_boot=n_boot) for a, b in pairs]
         adjust_families([c["paired"] for c in comparisons])
+        # The over-diagnosis detector measured on the sealed battery, beside the trap figure.
+        detector = battery.detector_section(cfg.root)
+        metrics += battery.metrics(detector)
         cohorts: dict[str, int] = defaultdict(int)
         for i in items:
             cohorts[str(i.get("cohort", ""))] += 1
@@ -498,6 +506,7 @@ class BloodpanelSuite:
             "review": {"n": review_n, "seed": review_seed},
             "hypotheses": list(plan.HYPOTHESES),
             "methods": plan.METHODS,
+            "detector": detector,
             "metrics": sort_metrics(metrics),
         }
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, rate_ci, table
+from sealedeval.suites.bloodpanel.present import detector
 
 TOP_LABELS = 15
 """Labels shown in the report (largest first); every label is in result.json and the CSV."""
@@ -180,6 +181,7 @@ def render(section: Mapping[str, Any]) -> str:
         "an affirmed mention (data/bloodpanel/SEALED_RULE.md).",
         "",
     ]
+    out += detector.render(a)
     for eng, e in a["engines"].items():
         pp = e["profiles"][prof]
         out += [f"### {eng}: per specialty ({prof})", ""]
