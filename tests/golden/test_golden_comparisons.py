@@ -124,6 +124,8 @@ def test_every_comparison_carries_its_record_from_the_stats(section: dict[str, A
     a = section["analysis"]
     assert a["comparison_plan"] == plan.COMPARISON_PLAN.describe()
     assert a["comparison_plan"]["delta"] == 0.05 and a["comparison_plan"]["power"] == 0.8
+    main = a["engines"]["other"]["branches"]["A"]["main"]
+    assert main["accuracy_beta"] == pytest.approx(list(stats.beta_interval(4, 6)))
     recs = _records(a)
     assert len(recs) == 2 * 3 + 1  # three branch pairs on each engine, one engine pair
     branch = [r for r in recs if r["family"] == "branches"]
@@ -175,6 +177,9 @@ def test_report_tables_have_the_columns_and_say_could_not_have_detected(
     assert "could not have detected" in cells[9]
     assert "every item tied" in md  # the reference engine's branch pairs
     assert "Second view, Bayesian" in md and "P(A > B)" in md
+    assert "| other | A | 4/6 = 66.7% [30.0, 90.3] | [30.0, 90.3]" not in md  # Beta ≠ Wilson
+    lo, hi = stats.beta_interval(4, 6)
+    assert f"| other | A | 4/6 = 66.7% [30.0, 90.3] | [{100 * lo:.1f}, {100 * hi:.1f}] |" in md
     assert md.count("could not have detected") >= 1
 
 

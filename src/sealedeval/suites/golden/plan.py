@@ -23,7 +23,7 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.stats import mean_pass_k_curves
-from sealedeval.stats.comparisons import ComparisonPlan, paired_comparison
+from sealedeval.stats.comparisons import SMALL_N, ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
@@ -94,6 +94,8 @@ def greedy_table(
         "n_error": n_error,
         "categories": dict(sorted(cats.items())),
         "accuracy": rate(correct, n_ok),
+        # issue 15: the Beta(1,1) posterior interval beside Wilson on fewer than 100 tasks
+        "accuracy_beta": list(stats.beta_interval(correct, n_ok)) if 0 < n_ok < SMALL_N else None,
         "accuracy_lower_bound": rate(correct, n_total),
         "exact": rate(sum(1 for v in scores["exact"].values() if v == 1.0), n_ok),
         "facts_partial_credit": sum(facts) / len(facts) if facts else math.nan,

@@ -20,7 +20,10 @@ independent.
 The eight pre-declared paired comparisons are exact two-sided sign tests on item means (ties
 dropped). No other comparison is tested; H3 is an estimate with a seeded bootstrap interval and
 H6-H9 are descriptive, as the plan says. No multiple-comparison correction is applied, and the
-output says so.
+output says so. Each comparison also carries its ``stats.comparisons`` record (issue 15,
+``COMPARISON_PLAN``): paired difference with a normal 95% interval, the Holm-adjusted p across
+the engine's pre-declared comparisons (a family-wise view beside the raw p), the MDE at 80%
+power for the items at hand (variances from the replicates) and the items needed for δ = 0.05.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from sealedeval import stats
+from sealedeval.stats.comparisons import adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, rate_metric, sort_metrics, status_counts
 from sealedeval.stats.metrics import metric as make_metric
 from sealedeval.suites.grounding.conditions import CONDITIONS
-from sealedeval.suites.grounding.plan import PLAN, Comparison
+from sealedeval.suites.grounding.plan import COMPARISON_PLAN, PLAN, Comparison
 from sealedeval.suites.grounding.tracks import b3_disclosure
 
 __all__ = [
@@ -221,15 +225,30 @@ def _item_means_by(rows: Sequence[Mapping[str, Any]], metric: str) -> dict[str, 
     return out
 
 
+def _item_scores_by(
+    rows: Sequence[Mapping[str, Any]], metric: str
+) -> dict[str, dict[str, list[float]]]:
+    """condition → item → ``metric`` of each completed replicate (what the MDE's variances
+    are estimated from; their means are ``_item_means_by``)."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["status"] == "ok" and r["m"].get(metric) is not None:
+            out[r["stage"]][str(r["item_id"])].append(float(r["m"][metric]))
+    return {c: dict(v) for c, v in out.items()}
+
+
 def compare(
     comparison: Comparison,
     means: Mapping[str, Mapping[str, float]],
     items: Mapping[str, Mapping[str, Any]],
+    scores: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
 ) -> dict[str, Any]:
     """One pre-declared comparison: exact two-sided sign test on item means (ties dropped).
 
     Only items with a completed call under both conditions enter (an item errored in one
-    condition is reported in ``n_missing``, never imputed).
+    condition is reported in ``n_missing``, never imputed). ``paired`` is the
+    ``stats.comparisons`` record, from the replicate ``scores`` when given (else the means);
+    the caller fills in Holm over the engine's pre-declared family.
     """
     wanted = _item_set(comparison.item_set, items)
     a = means.get(comparison.condition_a, {})
@@ -258,7 +277,27 @@ def compare(
         if len(common) >= 2
         else math.nan,
         "p": p,
+        "paired": paired_comparison(
+            f"{comparison.comparison_id}: {comparison.condition_a} vs {comparison.condition_b}",
+            "pre-declared",
+            comparison.condition_a,
+            comparison.condition_b,
+            _replicates(scores, comparison.condition_a, a, common),
+            _replicates(scores, comparison.condition_b, b, common),
+            COMPARISON_PLAN,
+        ),
     }
+
+
+def _replicates(
+    scores: Mapping[str, Mapping[str, Sequence[float]]] | None,
+    condition: str,
+    means: Mapping[str, float],
+    common: Sequence[str],
+) -> dict[str, list[float]]:
+    """The common items' replicate scores under ``condition`` (their means without ``scores``)."""
+    got = (scores or {}).get(condition, {})
+    return {i: list(got[i]) if got.get(i) else [means[i]] for i in common}
 
 
 def h3_estimate(
@@ -459,12 +498,15 @@ def _role(
         out["track_a"] = _track_a(a_rows, items)
         m1 = _item_means_by(a_rows, "m1")
         m7 = _item_means_by(a_rows, "m7")
+        s1 = _item_scores_by(a_rows, "m1")
+        s7 = _item_scores_by(a_rows, "m7")
         comps = []
         for comp in PLAN.comparisons:
             if role == "secondary" and comp.comparison_id != "P8":
                 continue  # the secondary model runs only the H5 pair (E, C)
-            source = m7 if comp.metric == "M7" else m1
-            comps.append(compare(comp, source, items))
+            source, reps = (m7, s7) if comp.metric == "M7" else (m1, s1)
+            comps.append(compare(comp, source, items, reps))
+        adjust_families([c["paired"] for c in comps])
         out["comparisons"] = comps
         if role == "primary":
             out["h3"] = h3_estimate(m1, items)

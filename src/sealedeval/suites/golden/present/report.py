@@ -96,6 +96,26 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _bayes_rates(a: Mapping[str, Any]) -> list[str]:
+    """The labelled second view of each branch's accuracy on fewer than 100 tasks."""
+    rows = [
+        [eng, b, rate_ci(g["accuracy"]), f"[{num(100 * lo, 1)}, {num(100 * hi, 1)}]"]
+        for eng, b, entry in _branches(a)
+        if (g := entry["main"]).get("accuracy_beta")
+        for lo, hi in [g["accuracy_beta"]]
+    ]
+    if not rows:
+        return []
+    return [
+        "Second view, Bayesian (fewer than 100 tasks): the equal-tailed 95% interval of the "
+        "Beta(1,1) posterior of each branch's accuracy beside the Wilson interval above "
+        "(Bowyer et al. 2025); the headline stays the Wilson interval.",
+        "",
+        table(["engine", "branch", "regex (completed), Wilson", "Beta(1,1) 95%"], rows),
+        "",
+    ]
+
+
 def _branch_records(a: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for e in a["engines"].values() for c in e.get("branch_comparisons") or []]
 
@@ -557,6 +577,7 @@ def render(section: Mapping[str, Any]) -> str:
         "",
     ]
     out += _branch_table(a)
+    out += _bayes_rates(a)
     out += _comparisons(a)
     out += _abstention(a)
     out += _repeats(a)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sealedeval.render.comparisons import has_records
 from sealedeval.render.figures import (
     FigureSpec,
     Point,
+    difference_mde_figure,
     interval_bars,
     new_figure,
     no_data,
@@ -198,4 +200,31 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 lambda: _b_tracks(a),
             )
         )
+    records = _records(a)
+    if records:
+        out.append(
+            FigureSpec(
+                "comparisons",
+                "grounding: the pre-declared paired comparisons per engine and model role, "
+                "difference of item means with normal 95% intervals from the paired SE over the "
+                "±MDE band at 80% power for the items each pair shares (grey): a difference "
+                "inside its band could not have been detected.",
+                lambda: difference_mde_figure(
+                    records, "grounding: pre-declared comparisons and what they could detect"
+                ),
+            )
+        )
+    return out
+
+
+def _records(a: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every comparison record, named by engine and role (none in an older result.json)."""
+    out = []
+    for eng, e in sorted((a.get("engines") or {}).items()):
+        for role, r in (e.get("roles") or {}).items():
+            comps = r.get("comparisons") or []
+            if not has_records(comps):
+                continue
+            for c in comps:
+                out.append(dict(c["paired"]) | {"name": f"{eng} ({role}) {c['paired']['name']}"})
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, pct, rate_ci, table
 from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS
 
@@ -158,6 +159,20 @@ def _comparisons(comps: Sequence[Mapping[str, Any]]) -> list[str]:
             rows,
         ),
         "",
+        *_detectable(comps),
+    ]
+
+
+def _detectable(comps: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What each comparison could have detected (issue 15): absent from older result.json."""
+    if not has_records(comps):
+        return []
+    return [
+        "What each comparison could have detected (Holm across this engine's pre-declared "
+        "comparisons, reported beside the raw p the plan reads; MDE at 80% power on the items "
+        "at hand):",
+        "",
+        *comparison_block([c["paired"] for c in comps]),
     ]
 
 
