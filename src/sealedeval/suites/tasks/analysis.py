@@ -16,7 +16,11 @@ headline accuracy with a cluster-robust interval over that column.
 
 Engines are compared on the items both completed: the mean difference of the item scores (the
 share of an item's repeats that pass) with its paired standard error and normal 95% interval,
-and the exact sign test on the items where they differ. Pre-registered hypotheses (``a`` better
+and the exact sign test on the items where they differ; every comparison also carries its
+``stats.comparisons`` record (issue 15): the Holm-adjusted p across the family ``engines`` (all
+the suite's engine pairs), the MDE at ``analysis.power`` (default 0.8) for the items at hand, the
+items needed for ``analysis.delta`` (default 0.05) at ``analysis.alpha``, and for 0/1 verdicts on
+fewer than 100 items the Beta(1,1) view. Pre-registered hypotheses (``a`` better
 than ``b``, worse, or different) are tested with the exact sign test (one-sided where a
 direction is given) at their ``alpha``, Holm-adjusted across the hypotheses unless
 ``correction: none``.
@@ -42,6 +46,13 @@ from typing import Any
 from sealedeval import stats
 from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
+from sealedeval.stats.comparisons import (
+    DEFAULT_DELTA,
+    DEFAULT_POWER,
+    ComparisonPlan,
+    adjust_families,
+    paired_comparison,
+)
 from sealedeval.stats.metrics import (
     Metric,
     mean_metric,
@@ -446,14 +457,37 @@ def _paired(a: _Engine, b: _Engine, how: str) -> dict[str, Any]:
     }
 
 
+def comparison_plan(data: Data) -> ComparisonPlan:
+    """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; one family
+    ``engines`` holding every engine pair the suite compares)."""
+    an = data.spec.analysis
+    return ComparisonPlan(
+        families={"engines": "every pair of engines the suite compares, on the items both did"},
+        delta=float(an.get("delta", DEFAULT_DELTA)),
+        alpha=float(an.get("alpha", 0.05)),
+        power=float(an.get("power", DEFAULT_POWER)),
+        correction="holm",
+    )
+
+
 def _comparisons(
     data: Data, engines: Mapping[str, _Engine], n_items: int
 ) -> tuple[list[dict[str, Any]], list[Metric]]:
     out, metrics = [], []
+    cplan = comparison_plan(data)
     for a, b in data.spec.comparisons:
         if a not in engines or b not in engines:
             continue
         c = _paired(engines[a], engines[b], data.spec.reduce)
+        c["paired"] = paired_comparison(
+            f"{a} vs {b}",
+            "engines",
+            a,
+            b,
+            {i: [float(x) for x in v] for i, v in engines[a].primary_outcomes().items() if v},
+            {i: [float(x) for x in v] for i, v in engines[b].primary_outcomes().items() if v},
+            cplan,
+        )
         out.append(c)
         g = {"a": a, "b": b}
         n = int(c["n_items"])
@@ -474,6 +508,7 @@ def _comparisons(
         metrics.append(
             _plain("sign_test_p", g, c["p"], n, n_items - n, "item", method="exact sign test")
         )
+    adjust_families([c["paired"] for c in out])
     return out, metrics
 
 
@@ -719,6 +754,7 @@ def analyze(
         },
         "engines": out_engines,
         "comparisons": comparisons,
+        "comparison_plan": comparison_plan(data).describe(),
         "hypotheses": hypotheses,
         "judges": judges,
         "items": _items_table(data, engines, item_ids),

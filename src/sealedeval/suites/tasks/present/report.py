@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, rate_ci, table
 from sealedeval.render.metrics import metric_table
 
@@ -103,7 +104,16 @@ def _headline(a: Mapping[str, Any]) -> list[str]:
 def _comparisons(a: Mapping[str, Any]) -> list[str]:
     cs = a.get("comparisons") or []
     out: list[str] = []
-    if cs:
+    if has_records(cs):
+        out += [
+            "### Paired comparisons",
+            "",
+            "Every engine pair on the items both completed (item score: the share of its "
+            "repeats that pass); all pairs are one family for the Holm adjustment.",
+            "",
+            *comparison_block([c["paired"] for c in cs]),
+        ]
+    elif cs:
         out += [
             "### Paired comparisons",
             "",
