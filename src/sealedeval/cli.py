@@ -359,12 +359,22 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     regrade = hook(suite, "regrade")
     if regrade is None:
         raise UserError(f"suite {args.suite!r} cannot regrade external responses")
-    res = regrade(Path(args.root).resolve(), args.profile, args.format, Path(args.file))
+    extra: dict[str, object] = {}  # only what was asked for: other suites' hooks may not take it
+    if args.key:
+        extra["key"] = Path(args.key)
+    if args.partial:
+        extra["partial"] = True
+    res = regrade(Path(args.root).resolve(), args.profile, args.format, Path(args.file), **extra)
     if args.json:
         print(dumps(res), end="")
         return 0
     agg = res["aggregate"]
     print(f"{res['source']}: {res['grader']} on {agg['n']} cases ({agg['n_error']} errors)")
+    if res.get("unknown_ids"):
+        unknown = res["unknown_ids"]
+        print(f"PARTIAL: {len(unknown)} case ids not graded (unknown): {', '.join(unknown)}")
+    if res.get("sampled"):
+        print(f"the file holds a sample of {agg['n']} of {res.get('cases_total')} cases")
     for c in res["cases"]:
         print(
             f"  {c['case_id']:<16} {c['status']:<5} composite {c['composite']:.4f}  "
@@ -376,6 +386,12 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         f"{agg['composite_errors_as_zero']:.4f}), structural {agg['structural']:.4f}, "
         f"clinical {agg['clinical']:.4f}, trap flags fired {agg['trap_flags_fired']}"
     )
+    pub = res.get("published")
+    if pub:
+        print(
+            f"published: composite {pub['composite']:.4f} on the same {pub['n']} cases; "
+            f"{pub['n_differ']} case scores differ from the regrade"
+        )
     return 0
 
 
@@ -533,6 +549,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", required=True, help="response file format (e.g. kantesti)")
     s.add_argument("file", help="the response file")
     s.add_argument("--json", action="store_true", help="print canonical JSON")
+    s.add_argument(
+        "--key",
+        metavar="FILE",
+        help="answer key (expected keywords, scoring systems, trap flags "
+        "per case id) for runs whose cases are not the suite's",
+    )
+    s.add_argument(
+        "--partial", action="store_true", help="grade the known case ids, list the unknown ones"
+    )
     s.set_defaults(fn=cmd_regrade)
 
     s = sub.add_parser("audit", parents=[common], help="verify seal, raw runs and result.json")

@@ -31,7 +31,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
+
+import yaml
 
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.cases import Case, cases_by_id, load_curated
@@ -51,9 +54,12 @@ from sealedeval.suites.bloodpanel.matching import (
     parse_probability,
 )
 
-Profile = Literal["kantesti-v11", "sealed"]
+Profile = Literal["kantesti-v11", "sealed", "kantesti-su"]
 PROFILES: Final[tuple[Profile, ...]] = ("kantesti-v11", "sealed")
-GRADER_VERSION: Final = {"kantesti-v11": "1", "sealed": "2"}
+"""The profiles every graded row is scored under."""
+REGRADE_PROFILES: Final[tuple[Profile, ...]] = (*PROFILES, "kantesti-su")
+"""Also ``kantesti-su``: the published second update's scorer, for regrading its run files."""
+GRADER_VERSION: Final = {"kantesti-v11": "1", "sealed": "2", "kantesti-su": "1"}
 """Bumped whenever a profile's behaviour changes; every graded row names grader and version."""
 
 W_STRUCTURAL, W_CLINICAL = 0.35, 0.55
@@ -420,6 +426,9 @@ def v11_text(report: Report) -> str:
 def flags_fired(response: Mapping[str, Any], flags: Sequence[str], profile: Profile) -> list[bool]:
     """Whether each of ``flags`` fires on ``response`` under ``profile``, exactly as grading
     decides it (the assertion battery measures the detector through this function)."""
+    if profile == "kantesti-su":
+        text = _su_flatten(response.get("sections") or [])
+        return [f.lower() in text for f in flags]
     report = normalize_response(response)
     if profile == "kantesti-v11":
         text = v11_text(report)
@@ -511,6 +520,123 @@ def _grade_sealed(case: Case, report: Report, latency_s: float | None, explain: 
     )
 
 
+# --- kantesti-su: the published second update's scorer ------------------------------------------
+
+SU_SUBSECTIONS: Final = MappingProxyType(
+    {
+        "introduction": ("introduction_summary", "introduction_purpose"),
+        "overall_health_assessment": (
+            "overall_health_overview",
+            "overall_health_strengths",
+            "overall_health_concerns",
+        ),
+        "detailed_health_analysis": (
+            "detailed_findings",
+            "detailed_correlations",
+            "detailed_severity",
+        ),
+        "risk_factors": ("risk_short_term", "risk_long_term"),
+        "recommendations": ("recommendations_lifestyle", "recommendations_followup"),
+        "further_evaluation": ("further_tests", "further_specialists"),
+        "conclusion": ("conclusion_summary", "conclusion_disclaimer"),
+    }
+)
+"""The second update's ``MANDATORY_SUBSECTION_SHORTCODES`` (benchmark_bloodtest.py at
+emirhanai/kantesti-blood-test-benchmark a46f9f7, MIT): 16 shortcodes, but not V11's — its
+README calls the rubric "byte-identical" to V11, its code is not. Its own published responses
+use V11's shortcodes, so this list finds 3 of their 16 subsections."""
+SU_SUBSECTION_CODES: Final = tuple(c for subs in SU_SUBSECTIONS.values() for c in subs)
+
+
+def _su_flatten(value: Any) -> str:
+    """The second update's ``_flatten_text``: every value of the nested response, lower-cased,
+    joined by spaces (shortcodes and titles included)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.lower()
+    if isinstance(value, (int, float, bool)):
+        return str(value).lower()
+    if isinstance(value, list):
+        return " ".join(_su_flatten(v) for v in value)
+    if isinstance(value, dict):
+        return " ".join(_su_flatten(v) for v in value.values())
+    return str(value).lower()
+
+
+def _grade_su(case: Case, resp: Mapping[str, Any], latency_s: float | None) -> CaseScore:
+    """The second update's ``score_case``, reproduced: its subsection list; the probability sum
+    is every numeric ``probability`` field of an item (valid when in [90, 110] *or when there is
+    none*); keyword and scoring-system recall 1.0 when the case lists none; the trap penalty
+    only on trap cases; structural, clinical and composite rounded to 4 decimals."""
+    raw = resp.get("sections")
+    sections = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+    sec_codes = {str(x.get("shortcode") or "").lower() for x in sections}
+    sub_codes: set[str] = set()
+    prob_sum = 0.0
+    for x in sections:
+        for sub in x.get("subsections") or []:
+            if not isinstance(sub, dict):
+                continue
+            code = str(sub.get("shortcode") or "").lower()
+            if code:
+                sub_codes.add(code)
+            for it in sub.get("items") or []:
+                p = it.get("probability") if isinstance(it, dict) else None
+                if isinstance(p, (int, float)) and not isinstance(p, bool):
+                    prob_sum += float(p)
+    sec_hits = sum(1 for c in SECTION_CODES if c in sec_codes)
+    sub_hits = sum(1 for c in SU_SUBSECTION_CODES if c in sub_codes)
+    structural = round(
+        W_SECTIONS * sec_hits / len(SECTION_CODES)
+        + W_SUBSECTIONS * sub_hits / len(SU_SUBSECTION_CODES),
+        4,
+    )
+    prob_ok = PROB_RANGE[0] <= prob_sum <= PROB_RANGE[1] if prob_sum > 0 else True
+    text = _su_flatten(raw if raw is not None else [])
+    kws, sss = case.expected_keywords, case.expected_scoring_systems
+    kw_hits = sum(1 for k in kws if k.lower() in text)
+    ss_hits = sum(1 for k in sss if k.lower() in text)
+    kw = kw_hits / len(kws) if kws else 1.0
+    ss = ss_hits / len(sss) if sss else 1.0
+    score = W_KEYWORDS * kw + W_SCORING * ss + W_PROBABILITY * (1.0 if prob_ok else 0.0)
+    flags: tuple[str, ...] = ()
+    penalty = 0.0
+    if case.is_trap and case.trap_flags:
+        flags = tuple(f for f in case.trap_flags if f.lower() in text)
+        penalty = _penalty(len(flags))
+        score = max(0.0, score - penalty)
+    clinical = round(score, 4)
+    lat = latency_points(latency_s)
+    composite = round(W_STRUCTURAL * structural + W_CLINICAL * clinical + lat, 4)
+    return CaseScore(
+        case.case_uid,
+        case.case_id,
+        "kantesti-su",
+        grader_name("kantesti-su"),
+        "ok",
+        composite,
+        structural,
+        clinical,
+        lat,
+        latency_s,
+        sec_hits,
+        sub_hits,
+        kw_hits,
+        len(kws),
+        ss_hits,
+        len(sss),
+        round(prob_sum, 1),
+        prob_ok,
+        flags,
+        round(penalty, 2),
+        {
+            "missed_keywords": [k for k in kws if k.lower() not in text],
+            "missed_scoring_systems": [k for k in sss if k.lower() not in text],
+        },
+    )
+
+
 def grade_case(
     case: Case,
     response: Mapping[str, Any] | None,
@@ -533,8 +659,9 @@ def grade_case(
     Raises:
         ValueError: Unknown profile.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown bloodpanel profile {profile!r} (known: {', '.join(PROFILES)})")
+    if profile not in REGRADE_PROFILES:
+        known = ", ".join(REGRADE_PROFILES)
+        raise ValueError(f"unknown bloodpanel profile {profile!r} (known: {known})")
     if not isinstance(response, Mapping) or response.get("error"):
         why = (
             "no response"
@@ -546,6 +673,8 @@ def grade_case(
             )
         )
         return _error_score(case, profile, latency_s, why)
+    if profile == "kantesti-su":
+        return _grade_su(case, response, latency_s)
     report = normalize_response(response)
     if profile == "kantesti-v11":
         return _grade_v11(case, report, latency_s)
@@ -592,24 +721,137 @@ def default_curated_path() -> Path:
     return path
 
 
+KEY_SCHEMA: Final = "bloodpanel-answer-key/1"
+_KEY_FIELDS: Final = frozenset(
+    {
+        "expected_keywords",
+        "expected_scoring_systems",
+        "trap_flags",
+        "hyperdiagnosis_flags",
+        "is_trap",
+        "category",
+        "specialty",
+        "title",
+        "label",
+    }
+)
+
+
+def _str_list(raw: Any, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x.strip() for x in raw):
+        raise UserError(f"{where}: expected a list of non-empty strings")
+    return tuple(x.strip() for x in raw)
+
+
+def load_key(path: str | Path) -> dict[str, Case]:
+    """An answer key for a run whose cases are not ours (YAML or JSON).
+
+    ``{schema: bloodpanel-answer-key/1, cases: {CASE_ID: {expected_keywords: [...],
+    expected_scoring_systems: [...], trap_flags: [...], is_trap?, category?, specialty?,
+    title?, label?}}}``; ``hyperdiagnosis_flags`` is accepted for ``trap_flags`` (the published
+    harness's name); ``is_trap`` defaults to having flags. A key case has no panel: the rubric
+    reads only its answer key.
+
+    Raises:
+        UserError: Unreadable file, wrong schema, an unknown field or a malformed value (the
+            message names the file and the case id).
+    """
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{p}: answer key not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{p}: cannot read answer key ({type(e).__name__}: {e})") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"{p}: invalid YAML/JSON ({' '.join(str(e).split())})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != KEY_SCHEMA:
+        raise UserError(f"{p}: expected schema: {KEY_SCHEMA}")
+    raw = doc.get("cases")
+    if not isinstance(raw, dict) or not raw:
+        raise UserError(f"{p}: expected cases: {{CASE_ID: {{expected_keywords: [...], ...}}}}")
+    out: dict[str, Case] = {}
+    for cid, entry in raw.items():
+        where = f"{p}: cases.{cid}"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: expected a mapping")
+        unknown = sorted(set(entry) - _KEY_FIELDS)
+        if unknown:
+            raise UserError(f"{where}: unknown field(s) {', '.join(map(str, unknown))}")
+        if "trap_flags" in entry and "hyperdiagnosis_flags" in entry:
+            raise UserError(f"{where}: give trap_flags or hyperdiagnosis_flags, not both")
+        flags = _str_list(
+            entry.get("trap_flags", entry.get("hyperdiagnosis_flags")), f"{where}.trap_flags"
+        )
+        is_trap = entry.get("is_trap", bool(flags))
+        if not isinstance(is_trap, bool):
+            raise UserError(f"{where}.is_trap: expected true or false")
+        category = str(entry.get("category") or ("Trap" if is_trap else ""))
+        out[str(cid)] = Case(
+            case_uid=str(cid),
+            case_id=str(cid),
+            label=str(entry.get("label") or "ZZ"),
+            specialty=str(entry.get("specialty") or category.lower().replace(" ", "_")),
+            age=0,
+            sex="female",
+            panel=(),
+            expected_keywords=_str_list(
+                entry.get("expected_keywords"), f"{where}.expected_keywords"
+            ),
+            expected_scoring_systems=_str_list(
+                entry.get("expected_scoring_systems"), f"{where}.expected_scoring_systems"
+            ),
+            trap_flags=flags,
+            is_trap=is_trap,
+            archetype="",
+            title=str(entry.get("title") or ""),
+            v11_category=category,
+            source=f"key:{p.name}",
+        )
+    return out
+
+
+PUBLISHED_TOLERANCE: Final = 5e-4
+"""A regraded case score "differs" from the one the run file printed beyond this (the
+published harnesses round to 3 or 4 decimals)."""
+
+
+def _published(summary: Mapping[str, Any]) -> float | None:
+    x = summary.get("composite_score", summary.get("composite"))
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 def regrade_kantesti(
     path: str | Path,
     profile: Profile = "kantesti-v11",
     cases: Sequence[Case] | None = None,
     *,
     explain: bool = False,
+    key: Mapping[str, Case] | None = None,
+    partial: bool = False,
 ) -> dict[str, Any]:
-    """Re-score a published V11 run file ``{engine, suite, version, cases: [{summary, response}]}``.
+    """Re-score a published Kantesti run file, V11 or second update (100k).
 
-    Latency comes from each ``summary.elapsed_sec``; the case key from ``summary.case_id``.
+    Both are ``{engine, suite, version, cases: [{summary, response}]}``; the second update adds
+    ``sampled``, ``sample_size``, ``cases_total`` and per-summary fields (title, category,
+    country, nationality, its own scores), uses ``KT-…`` ids and other subsection titles. Latency
+    comes from each ``summary.elapsed_sec``; the case from ``summary.case_id``, looked up in
+    ``key`` (an answer key, ``load_key``) when given, else among ``cases`` (default: the curated
+    15). Every unknown id is reported at once; with ``partial`` the known ones are graded and
+    the unknown ones listed (``unknown_ids``). A case id given twice is an error. Where the file
+    printed its own case scores, ``published_composite`` sits beside each regraded one.
 
     Returns:
-        ``{profile, grader, engine, suite, version, cases: [CaseScore records + engine_path],
-        aggregate: {composite, structural, clinical, latency, n, n_ok, n_error, …},
-        per_category: {V11 category: aggregate}}``.
+        ``{profile, grader, source, engine, suite, version, format, sampled, sample_size,
+        cases_total, partial, unknown_ids, cases: [CaseScore records + engine_path,
+        published_composite], aggregate: {composite, …, n, n_ok, n_error}, published: {…} |
+        None, per_category}``.
 
     Raises:
-        UserError: Unreadable file, wrong shape, or a case id not among ``cases``.
+        UserError: Unreadable file, wrong shape, a duplicate case id, or unknown case ids
+            without ``partial``.
     """
     p = Path(path)
     try:
@@ -620,24 +862,64 @@ def regrade_kantesti(
         raise UserError(f"{p}: invalid JSON ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise UserError(f"{p}: expected {{engine, suite, version, cases: [...]}}")
-    by_id = cases_by_id(cases if cases is not None else load_curated(default_curated_path()))
-    scores: list[CaseScore] = []
-    records: list[dict[str, Any]] = []
-    categories: dict[str, list[CaseScore]] = {}
+    if key is not None:
+        by_id: Mapping[str, Case] = key
+    else:
+        by_id = cases_by_id(cases if cases is not None else load_curated(default_curated_path()))
+    entries: list[tuple[int, str, Mapping[str, Any], Any]] = []
     for i, entry in enumerate(doc["cases"]):
         summary = entry.get("summary") if isinstance(entry, dict) else None
         if not isinstance(summary, dict) or "case_id" not in summary:
             raise UserError(f"{p}: cases[{i}]: missing summary.case_id")
-        cid = str(summary["case_id"])
+        entries.append((i, str(summary["case_id"]), summary, entry.get("response")))
+    seen: dict[str, list[int]] = {}
+    for i, cid, _, _ in entries:
+        seen.setdefault(cid, []).append(i)
+    dups = {cid: ix for cid, ix in seen.items() if len(ix) > 1}
+    if dups:
+        listed = "; ".join(
+            f"{cid} at cases[{', '.join(map(str, ix))}]" for cid, ix in sorted(dups.items())
+        )
+        raise UserError(f"{p}: {len(dups)} duplicate case id(s): {listed}")
+    unknown = [cid for _, cid, _, _ in entries if cid not in by_id]
+    if unknown and not partial:
+        where = "the answer key" if key is not None else "the curated cases (pass --key FILE)"
+        raise UserError(
+            f"{p}: {len(unknown)} of {len(entries)} case ids not in {where}: "
+            f"{', '.join(unknown)} (--partial grades the known ones)"
+        )
+    scores: list[CaseScore] = []
+    records: list[dict[str, Any]] = []
+    categories: dict[str, list[CaseScore]] = {}
+    published: list[tuple[float, CaseScore]] = []
+    for _, cid, summary, response in entries:
         if cid not in by_id:
-            raise UserError(f"{p}: cases[{i}]: unknown case id {cid!r}")
+            continue
         case = by_id[cid]
         elapsed = summary.get("elapsed_sec")
         latency_s = float(elapsed) if isinstance(elapsed, (int, float)) else None
-        score = grade_case(case, entry.get("response"), latency_s, profile, explain=explain)
+        score = grade_case(case, response, latency_s, profile, explain=explain)
         scores.append(score)
-        categories.setdefault(case.v11_category or case.specialty, []).append(score)
-        records.append(score.to_record() | {"engine_path": str(summary.get("engine_path", ""))})
+        cat = case.v11_category or str(summary.get("category") or "") or case.specialty
+        categories.setdefault(cat, []).append(score)
+        pub = _published(summary)
+        rec = score.to_record() | {"engine_path": str(summary.get("engine_path", ""))}
+        if pub is not None:
+            rec["published_composite"] = pub
+            if score.status == "ok":
+                published.append((pub, score))
+        records.append(rec)
+    second_update = any(k in doc for k in ("sampled", "sample_size", "cases_total"))
+    total = doc.get("cases_total")
+    pub_block = None
+    if published:
+        pub_block = {
+            "n": len(published),
+            "composite": sum(x for x, _ in published) / len(published),
+            "regraded_composite": sum(s.composite for _, s in published) / len(published),
+            "n_differ": sum(1 for x, s in published if abs(x - s.composite) > PUBLISHED_TOLERANCE),
+            "tolerance": PUBLISHED_TOLERANCE,
+        }
     return {
         "profile": profile,
         "grader": grader_name(profile),
@@ -645,7 +927,15 @@ def regrade_kantesti(
         "engine": doc.get("engine"),
         "suite": doc.get("suite"),
         "version": doc.get("version"),
+        "format": "kantesti-su" if second_update else "kantesti-v11",
+        "sampled": bool(doc.get("sampled", False)),
+        "sample_size": doc.get("sample_size"),
+        "cases_total": total if isinstance(total, int) else len(entries),
+        "key": None if key is None else "answer key",
+        "partial": bool(unknown),
+        "unknown_ids": unknown,
         "cases": records,
         "aggregate": aggregate(scores),
+        "published": pub_block,
         "per_category": {k: aggregate(v) for k, v in categories.items()},
     }

@@ -54,10 +54,12 @@ from sealedeval.suites.bloodpanel.reference import reference_report
 from sealedeval.suites.bloodpanel.rubric import (
     GRADER_VERSION,
     PROFILES,
+    REGRADE_PROFILES,
     CaseScore,
     Profile,
     default_curated_path,
     grade_case,
+    load_key,
     regrade_kantesti,
 )
 from sealedeval.suites.bloodpanel.sql import SqlSource, load_sql_cases
@@ -579,25 +581,41 @@ class BloodpanelSuite:
         return scorecard.scorecards(graded, section)
 
     # -- regrade -------------------------------------------------------------------------------
-    def regrade(self, root: Path, profile: str, fmt: str, path: Path) -> dict[str, Any]:
+    def regrade(
+        self,
+        root: Path,
+        profile: str,
+        fmt: str,
+        path: Path,
+        *,
+        key: Path | None = None,
+        partial: bool = False,
+    ) -> dict[str, Any]:
         """Grade responses produced elsewhere (no engine call); ``fmt`` names the file format.
 
-        ``kantesti``: a published V11 run file ``{engine, suite, version, cases: [{summary,
-        response}]}``; latency from each ``summary.elapsed_sec``.
+        ``kantesti``: a published Kantesti run file, V11 or second update (100k): ``{engine,
+        suite, version, cases: [{summary, response}]}``; latency from each
+        ``summary.elapsed_sec``. ``key``: an answer key (``rubric.load_key``) for runs whose
+        cases are not the curated 15; ``partial``: grade the known ids, list the unknown ones
+        (without it, unknown ids are an error, all named at once). Profiles: ``sealed``,
+        ``kantesti-v11`` and ``kantesti-su`` (the second update's own scorer).
 
         Raises:
-            UserError: Unknown format or profile, unreadable or malformed file.
+            UserError: Unknown format or profile, unreadable or malformed file or key,
+                duplicate or (without ``partial``) unknown case ids.
         """
         if fmt != "kantesti":
             raise UserError(f"regrade {self.name}: unknown format {fmt!r} (known: kantesti)")
-        if profile not in PROFILES:
+        if profile not in REGRADE_PROFILES:
             raise UserError(
-                f"regrade {self.name}: unknown profile {profile!r} (known: {', '.join(PROFILES)})"
+                f"regrade {self.name}: unknown profile {profile!r} "
+                f"(known: {', '.join(REGRADE_PROFILES)})"
             )
+        answer_key = load_key(key) if key is not None else None
         path_cases = root / CURATED if (root / CURATED).is_file() else default_curated_path()
         curated = load_curated(path_cases)
         try:
-            return regrade_kantesti(path, profile, curated)
+            return regrade_kantesti(path, profile, curated, key=answer_key, partial=partial)
         except (OSError, UnicodeDecodeError) as e:
             raise UserError(f"{path}: cannot read ({type(e).__name__}: {e})") from None
         except (AttributeError, TypeError, ValueError) as e:
