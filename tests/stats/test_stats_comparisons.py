@@ -92,11 +92,14 @@ def test_holm_within_each_family_only() -> None:
 
 
 def test_degenerate_records() -> None:
-    tied = paired_comparison("t", "engines", "a", "b", _scores([1, 1, 0]), _scores([1, 1, 0]), PLAN)
+    xs = [1, 1, 0, 1, 0, 1, 1]
+    tied = paired_comparison("t", "engines", "a", "b", _scores(xs), _scores(xs), PLAN)
     assert tied["diff"] == 0.0 and tied["p"] == 1.0
     assert tied["mde"] is None and tied["n_needed_for_delta"] is None
     assert tied["detectable"] is None and "tied" in tied["mde_note"]
     assert tied["bayes"] is not None and tied["bayes"]["p_a_better"] == 0.5
+    few = paired_comparison("f", "engines", "a", "b", _scores([1, 0, 1]), _scores([1, 0, 1]), PLAN)
+    assert few["mde"] is None and few["detectable"] is False  # 3 items: nothing detectable
     none = paired_comparison("n", "engines", "a", "b", {"x": [1.0]}, {"y": [1.0]}, PLAN)
     assert none["n"] == 0 and none["diff"] is None and none["p"] == 1.0 and none["bayes"] is None
     assert none["mde_note"] == "no common items"
@@ -139,3 +142,14 @@ def test_plan_validation_and_undeclared_family() -> None:
     assert PLAN.describe()["delta"] == 0.05
     ma, mb = from_item_means({"x": 0.5}, {"x": 1.0})
     assert ma == {"x": [0.5]} and mb == {"x": [1.0]}
+
+
+def test_too_few_items_for_the_sign_test_to_reject_is_never_detectable() -> None:
+    """Five items, A right on all and B on none: zero variance makes the plug-in MDE 0, but the
+    exact sign test's best case 5 : 0 gives p = 0.0625 > 0.05 — nothing was detectable."""
+    c = paired_comparison("five", "engines", "a", "b", _scores([1] * 5), _scores([0] * 5), PLAN)
+    assert c["p"] == stats.sign_test(5, 0) == 0.0625
+    assert c["detectable"] is False and "cannot reach p <= 0.05" in c["mde_note"]
+    six = paired_comparison("six", "engines", "a", "b", _scores([1] * 6), _scores([0] * 6), PLAN)
+    assert six["p"] == 0.03125 and six["mde"] == 0.0 and six["detectable"] is True
+    assert stats.sign_test_power(5, 1.0) == 0.0 < stats.sign_test_power(6, 1.0)

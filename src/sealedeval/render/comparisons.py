@@ -47,6 +47,8 @@ def difference_ci(c: Mapping[str, Any]) -> str:
 def detection_words(c: Mapping[str, Any]) -> str:
     """The verdict in words: could / could not have detected the observed difference."""
     mde, diff = c.get("mde"), c.get("diff")
+    if c.get("detectable") is False and (mde is None or mde <= abs(diff or 0.0)):
+        return f"**could not have detected** any difference ({c.get('mde_note')})"
     if c.get("detectable") is None or mde is None or diff is None:
         return f"MDE not estimable ({c.get('mde_note') or 'no data'})"
     if c["detectable"]:

@@ -21,7 +21,7 @@ from ._bayes import beta_interval, prob_a_better
 from ._bootstrap import paired_bootstrap
 from ._mde import discordant_split, mde_paired, sign_test_power, variance_components
 from ._multiple import holm
-from ._paired import paired_difference, sign_test_items
+from ._paired import paired_difference, sign_test, sign_test_items
 from ._power import sample_size_items
 from ._proportion import Z_95, wilson
 from ._validate import K
@@ -103,8 +103,10 @@ class Comparison(TypedDict):
     """One paired comparison. None wherever a number is not estimable (never a spurious 0).
 
     ``detectable`` is ``mde <= |diff|``; False means the comparison could not have detected a
-    difference of the size observed (at the plan's power), None that the MDE is not estimable
-    (``mde_note`` says why). ``variance`` holds the estimated components the MDE used.
+    difference of the size observed (at the plan's power) — or, whatever the MDE, that on so few
+    items the exact sign test cannot reject at all (``mde_note`` says so) —, None that the MDE
+    is not estimable (``mde_note`` says why). ``variance`` holds the estimated components the
+    MDE used.
     """
 
     name: str
@@ -185,7 +187,8 @@ def paired_comparison(
 
     Degenerate cases: no common item → every number None, ``p = 1.0``; every item tied → MDE
     and n needed None (no variance to estimate them from; ``mde_note`` says so), ``detectable``
-    None.
+    None; fewer items than the exact sign test needs to reject at α (6 at α = 0.05) →
+    ``detectable`` False with the reason in ``mde_note``.
 
     Raises:
         ValueError: ``family`` is not declared by ``plan``, ``interval`` unknown, a bootstrap
@@ -234,6 +237,15 @@ def paired_comparison(
         needed = sample_size_items(*args, plan.delta, plan.alpha, plan.power)
     diff = _num(est[0])
     detectable = None if mde is None or diff is None else bool(mde <= abs(diff))
+    # The exact sign test on n items cannot reject at all when even n : 0 gives p > α (n < 6
+    # at α = 0.05): then nothing was detectable, whatever a normal-approximation MDE says.
+    can_reject = bool(common) and sign_test(len(common), 0) <= plan.alpha
+    if common and not can_reject:
+        detectable = False
+        note = (
+            f"{len(common)} {unit}s: the exact sign test cannot reach p <= {plan.alpha:g} even if "
+            f"every {unit} favoured one side"
+        )
     binary = bool(common) and _binary([*ra, *rb])
     single = binary and all(len(r) == 1 for r in (*ra, *rb))
     power_at_delta = None
