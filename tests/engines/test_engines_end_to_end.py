@@ -228,6 +228,11 @@ def test_replay_regrades_a_raw_run_under_a_changed_rubric(
     assert by_task.pop("g01") == {False}
     assert by_task == {f"g0{i}": {True} for i in range(2, 7)}
     assert graded["seal"]["rubric_sha256"] == new_hash
+    for cmd in ("publish", "audit"):  # the regraded run publishes and audits like any run
+        rc, o = _cli(root, cmd, *cfgs, capsys=capsys)
+        assert rc == 0, o[-3000:]
+    res = json.loads((root / "results/result.json").read_text())
+    assert res["engines"]["old"]["source_sha256"] == ident["source_sha256"]
 
 
 def _regex_passed(root: Path, engine: str = "reference") -> dict[str, set[bool]]:
