@@ -212,3 +212,71 @@ def test_fast_paths_agree_with_the_definitions() -> None:
             assert doc.statuses([*terms, *extra]) == [doc.status(t) for t in (*terms, *extra)]
     same_line = Document(["No hepatitis but cirrhosis is present."])
     assert same_line.statuses(["hepatitis", "cirrhosis"]) == [Polarity.NEGATED, Polarity.AFFIRMED]
+
+
+def test_normalize_folds_accents_ranges_and_written_percents() -> None:
+    assert normalize("Hämolytische Anämie, hépatite, Straße") == (
+        "hamolytische anamie, hepatite, strasse"
+    )
+    assert normalize("Hepatitis 1-3%, cirrhosis 2–4 %") == "hepatitis 1 to 3%, cirrhosis 2 to 4 %"
+    assert normalize("Diabetes: 5 percent; 3 por ciento; 2 Prozent") == ("diabetes: 5%; 3%; 2%")
+    assert normalize("pero sí una deficiencia; si") == "pero yes una deficiencia; si"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (4, (4.0, True)),
+        ("60%", (60.0, True)),
+        ("12,5 %", (12.5, True)),
+        ("1-3%", (3.0, True)),
+        ("high", (50.0, False)),
+        ("baja", (5.0, False)),
+        ("élevée", (50.0, False)),
+        ("n/a", None),
+        (True, None),
+    ],
+)
+def test_parse_probability(value: object, expected: tuple[float, bool] | None) -> None:
+    from sealedeval.suites.bloodpanel.matching import parse_probability
+
+    assert parse_probability(value) == expected
+
+
+def test_parse_probability_reads_a_bound_as_below_it() -> None:
+    from sealedeval.suites.bloodpanel.matching import parse_probability
+
+    got = parse_probability("<5%")
+    assert got is not None and got[0] < 5.0 and got[1]
+
+
+def test_parse_entries_reads_several_entries_per_line_and_refuses_prose() -> None:
+    from sealedeval.suites.bloodpanel.matching import parse_entries
+
+    assert parse_entries(
+        normalize("Gilbert syndrome 92%, haemolytic anaemia 3%, hepatitis 5%")
+    ) == [
+        ("gilbert syndrome", 92.0),
+        ("hemolytic anemia", 3.0),
+        ("hepatitis", 5.0),
+    ]
+    assert parse_entries(normalize("Differential: cirrhosis 55% | hepatitis 5-15%")) == [
+        ("cirrhosis", 55.0),
+        ("hepatitis", 10.0),
+    ]
+    assert parse_entries(normalize("HbA1c of 5.2% and TSAT 30% argue for nothing")) == []
+
+
+def test_a_structured_word_probability_is_read_for_the_flag_not_the_sum() -> None:
+    from sealedeval.suites.bloodpanel.rubric import normalize_response, sealed_document
+
+    report = normalize_response(
+        {
+            "differential": [
+                {"condition": "Hepatitis", "probability": "high"},
+                {"condition": "Gilbert", "probability": 90},
+            ]
+        }
+    )
+    assert report.differential == (("Gilbert", 90.0),)
+    assert sealed_document(report).fires("hepatitis")

@@ -5,46 +5,39 @@ evidence of hepatitis" as a hepatitis diagnosis, "abnormal" as "normal", "muscle
 differential "Hypothyroidism: 5%" as a hypothyroidism diagnosis. The ``sealed`` profile replaces
 it with the rule below; ``data/bloodpanel/SEALED_RULE.md`` states the same rule for readers.
 
-THE RULE
---------
-1. Normalise text and terms alike: Unicode NFKC, lower case, British → American spelling
-   (``aemi→emi``: anaemia, thalassaemia, dyslipidaemia; ``haem→hem``: haemolytic, haemoglobin;
-   oedema, oesophagus, paediatric, …), dashes → " ; " (still clause breaks), other hyphens →
-   spaces, "β" → "beta".
-2. A term matches when one of its synonyms (``vocabulary.SYNONYMS``) occurs between word
-   boundaries (so "abnormal" is not "normal", "muscle" is not "sle", "CKD-EPI" is not "CKD").
-3. Each match (a *mention*) gets one status, checked in this order:
+THE RULE (version 2; ``data/bloodpanel/SEALED_RULE.md`` states it in full, with examples)
+----------------------------------------------------------------------------------------
+1. Normalise text and terms alike: NFKC, lower case, accents folded, British → American
+   spelling, ranges ("1-3%" → "1 to 3%") and written percents ("5 percent" → "5%") unified,
+   dashes → " ; ", other hyphens → spaces.
+2. A term matches when one of its synonyms (``vocabulary.SYNONYMS``: abbreviations and the
+   German, Spanish and French names per condition) occurs between word boundaries.
+3. Each mention gets one status, ConText-style (Harkema, Dowling, Thornblade, Chapman 2009,
+   J Biomed Inform 42:839-851), from per-language trigger lists (``cues``):
 
-   * **low probability** — the mention is the label of a differential entry whose stated
-     probability is below 10 %: a line ``Label: N%`` / ``Label (N%)`` / ``Label (probability
-     N%)``, an item of the structured ``differential`` with ``probability < 10``, or a clause
-     that names a probability ("probability", "likelihood", "chance", "estimated", …) and whose
-     percentage nearest the mention is below 10 ("the probability of X is less than 2%");
-   * **negated** — a negation cue precedes the mention in the same clause within 15 words
-     (no, not, without, never, neither/nor, absence of, absent, free of, negative for, lack of,
-     excludes/excluded/excluding, rules/ruled/ruling out, unlikely, inconsistent with, not
-     consistent with, rather than, unlike, as opposed to, against, differentiates/distinguishes …
-     from), or a post-negation cue follows it within 10 words (is unlikely, excluded, ruled out,
-     absent, negative, not present/seen/supported/evident/detected/likely/confirmed); a clause
-     ends at ; : — and at but, however, although, though, whereas, while, which, who, except,
-     nevertheless, consistent with, suggesting/indicating/confirming, due to, secondary to,
-     because; commas do not end a clause (so "ruling out hepatitis, cirrhosis or biliary
-     obstruction" negates all three). Pseudo-negations are not cues: "not only", "not
-     necessarily", "no change", "no increase", and the double negatives "cannot be excluded",
-     "cannot rule out", "not ruled out", "not excluded" (these leave the mention affirmed);
-     an entry (differential line) with probability >= 10 % is judged on its label alone;
-   * **hypothetical** — a statement about future risk, prevention or testing, not about the
-     present state: preceded in the clause by risk of/for, at risk, developing, prevention,
-     avoid, screen/monitor/test/check/evaluate for, vaccination, if, whether, progression to,
-     (family) history of; or followed within two words by risk, serology, screening,
-     vaccination, testing, panel, antibodies, antigen, markers, prevention;
-   * **affirmed** — anything else, including hedged suggestions ("possible hepatitis",
-     "consistent with haemolytic anaemia", "hepatitis cannot be excluded", "Hepatitis
-     (probability 40%)").
+   * a probability stated for the mention in any common form (``_attached_probability``):
+     below 10 % → **low probability**; 10 % or more → affirmed unless its own list entry
+     negates it;
+   * a checklist value after it ("X: absent", "X: present");
+   * **negated** — in the scope of a pre-negation, a negating subject, or a post-negation;
+     a scope runs to the end of the clause (at most ``PRE_WINDOW`` words) and is terminated by
+     ``;``/``:``, contrast cues, a new assertion (for determiner negations) and a comma or
+     "and" that opens a clause with its own verb; pseudo-triggers ("cannot be excluded", "not
+     inconsistent with") are not cues;
+   * **hypothetical** — future, prevention, testing, a test's name;
+   * **affirmed** — everything else, hedged suggestions included.
 
 4. A **trap flag fires** only if at least one of its mentions is *affirmed*. An expected
-   **keyword or scoring system is hit** if at least one mention is affirmed or hypothetical
-   (naming a test or a risk counts as engaging with it; a negated or sub-10 % mention does not).
+   **keyword or scoring system is hit** if at least one mention is affirmed or hypothetical.
+
+Why a ConText implementation of our own and not medspaCy's: medspaCy (its ``ConTextComponent``
+implements the same algorithm) needs spaCy, a pipeline and its tokeniser models, ships English
+rules only, and its results depend on the spaCy version's tokenisation; the rule here is ~400
+lines of regular expressions over the normalised text, deterministic by construction, sealed
+with the rubric (every cue list is a rubric input), fast enough for a 100,000-report run (cue
+families are prefiltered by the words a sentence holds), and reads four languages. The
+detector is measured, not trusted: ``battery`` runs it on the labelled assertion battery and
+every bloodpanel report shows its precision and recall.
 
 Word windows, the 10 % threshold and the cue lists are constants below; they are part of the
 sealed rubric, and changing them changes the grader version.
