@@ -87,6 +87,10 @@ class Comparison:
     p_adjusted: float | None
     n: int | None
     verdict: str
+    mde: float | None = None
+    """Minimum detectable effect at the plan's power (``stats.comparisons``), when recorded."""
+    detectable: bool | None = None
+    """False: the comparison could not have detected a difference of the size observed."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,17 @@ def _headline(
     return tuple(out)
 
 
-def _comparison(c: Mapping[str, Any], alpha: float) -> Comparison:
+_RECORD = {"estimate": "diff", "p_adjusted": "p_adj"}
+"""Hint fields read from a ``stats.comparisons.Comparison`` record (``"paired"``) when the
+hint leaves them out: the record's names where they differ, else the same name."""
+
+
+def _comparison(hint: Mapping[str, Any], alpha: float) -> Comparison:
+    rec: Mapping[str, Any] = hint["paired"] if isinstance(hint.get("paired"), Mapping) else {}
+    c = dict(hint)
+    for k in ("estimate", "lo", "hi", "p", "p_adjusted", "n", "alpha", "mde", "detectable"):
+        if c.get(k) is None and rec.get(_RECORD.get(k, k)) is not None:
+            c[k] = rec[_RECORD.get(k, k)]
     direction = str(c.get("direction") or "two-sided")
     est, p, padj, n = _f(c.get("estimate")), _f(c.get("p")), _f(c.get("p_adjusted")), _i(c.get("n"))
     a = float(c["alpha"]) if c.get("alpha") is not None else alpha
@@ -228,6 +242,8 @@ def _comparison(c: Mapping[str, Any], alpha: float) -> Comparison:
         p_adjusted=padj,
         n=n,
         verdict=str(text),
+        mde=_f(c.get("mde")),
+        detectable=None if c.get("detectable") is None else bool(c.get("detectable")),
     )
 
 
@@ -277,6 +293,7 @@ def default_hints(section: Mapping[str, Any]) -> dict[str, Any]:
                         "p": c.get("p"),
                         "p_adjusted": c.get("p_adjusted"),
                         "n": c.get("n_items", c.get("n_cases")),
+                        "paired": c.get("paired"),
                     }
                 )
     return {"headline": head, "comparisons": comps}
@@ -383,6 +400,9 @@ def comparison_text(c: Comparison) -> str:
         extra.append(f"unadjusted p = {num(c.p, 3)}")
     if c.n is not None:
         extra.append(f"n = {c.n}")
+    if c.mde is not None:
+        could = "; could not have detected the difference seen" if c.detectable is False else ""
+        extra.append(f"MDE {num(c.mde)}{could}")
     tail = (", " + ", ".join(extra)) if extra else ""
     return f"{ident}{c.claim}: **{c.verdict}**{tail}"
 

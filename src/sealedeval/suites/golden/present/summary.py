@@ -4,7 +4,9 @@ The headline is greedy accuracy on the base branch (regex must/mustNot grader, o
 task, Wilson interval), the number the suite's plan names first. The comparisons are the
 planned paired sign tests: engines against each other on the base branch, then each engine's
 branches against each other; ``+x/−y`` counts the tasks only the first / only the second got
-right, which is all an exact sign test uses. Presentation: not sealed.
+right, which is all an exact sign test uses; the ``stats.comparisons`` record each carries adds
+the paired difference with its interval, the Holm-adjusted p and the MDE. Presentation: not
+sealed.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
                 "claim": _claim(c, f"branch {base}: "),
                 "direction": "two-sided",
                 "p": c.get("p"),
-                "p_adjusted": c.get("p_adjusted"),
                 "n": c.get("n_items"),
+                "paired": c.get("paired"),
             }
         )
     engines = a.get("engines") or {}
@@ -39,8 +41,8 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
                     "claim": _claim(c, f"{eng}: branch "),
                     "direction": "two-sided",
                     "p": c.get("p"),
-                    "p_adjusted": c.get("p_adjusted"),
                     "n": c.get("n_items"),
+                    "paired": c.get("paired"),
                 }
             )
     return {
