@@ -56,7 +56,11 @@ def _config(tmp_path: Path) -> Config:
                         },
                         "branch_engines": ["reference", "other"],
                         "judge": {"engines": []},
-                        "probes": {"engines": []},
+                        "probes": {
+                            "engines": ["reference", "other"],
+                            "injection": {"branches": ["A"], "tasks": "all"},
+                            "attribute_swap": {"branch": "A"},
+                        },
                     }
                 },
             }
@@ -154,6 +158,17 @@ def test_every_comparison_carries_its_record_from_the_stats(section: dict[str, A
     # the reference engine ties with itself on every branch: no variance, no MDE, said so
     tied = [r for r in branch if r["name"].startswith("reference:")]
     assert len(tied) == 3 and all(r["mde"] is None and "tied" in r["mde_note"] for r in tied)
+    # the probes: one family over every engine; the same sign test the probe tables report
+    probes = [r for r in recs if r["family"] == "probes"]
+    assert probes == []  # _records lists branch and engine comparisons only
+    tables = []
+    for e in a["engines"].values():
+        tables += list(e["probes"]["injection"]["branches"].values())
+        tables.append(e["probes"]["attribute_swap"])
+    assert all(t["paired"]["p"] == t["p"] and t["paired"]["family_size"] == 4 for t in tables)
+    inj = a["engines"]["other"]["probes"]["injection"]["branches"]["A"]["paired"]
+    assert (inj["a"], inj["b"], inj["a_better"], inj["b_better"]) == ("clean", "injected", 0, 2)
+    assert inj["detectable"] is False
     [ab] = [r for r in branch if r["name"] == "other: A vs B"]
     assert (ab["n"], ab["a_better"], ab["b_better"], ab["diff"]) == (6, 1, 2, pytest.approx(-1 / 6))
     assert ab["mde"] is not None and ab["mde"] > 1 / 6 and ab["detectable"] is False
@@ -164,8 +179,8 @@ def test_report_tables_have_the_columns_and_say_could_not_have_detected(
 ) -> None:
     md = get_suite("golden").report_sections(section)  # type: ignore[attr-defined]
     header = "| " + " | ".join(HEADER) + " |"
-    # the branch table and the engine table, both with every column
-    assert md.count(header) == 2
+    # the branch table, each engine's probe table and the engine table, all with every column
+    assert md.count(header) == 4
     for col in ("p Holm", "MDE (power)", "n for δ"):
         assert col in header
     row = next(line for line in md.splitlines() if line.startswith("| reference vs other (A)"))

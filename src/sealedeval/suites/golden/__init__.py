@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sealedeval.config import Config, EngineConfig
@@ -39,6 +39,15 @@ if TYPE_CHECKING:
 def _task_ids(cfg: Config) -> set[str]:
     """Every task id of the set (not only a ``limit``ed prefix): what a branch subset may name."""
     return {t["id"] for t in load_tasks(cfg.root)}
+
+
+def _probe_tables(probes: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The probe tables that carry a comparison record (injection per branch, attribute swap)."""
+    inj = (probes.get("injection") or {}).get("branches") or {}
+    out = [inj[b] for b in sorted(inj)]
+    if probes.get("attribute_swap"):
+        out.append(probes["attribute_swap"])
+    return out
 
 
 class GoldenSuite:
@@ -137,6 +146,12 @@ class GoldenSuite:
     def grade(
         self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
+        return list(self.iter_grade(cfg, items, rows))
+
+    def iter_grade(
+        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+    ) -> Iterator[dict[str, Any]]:
+        """``grade``'s rows one at a time (the optional hook the grade stage streams)."""
         verdicts = {
             (
                 r["engine"],
@@ -151,7 +166,7 @@ class GoldenSuite:
         if any(r["condition"].startswith("probe/swap/") for r in rows):
             sw = load_attribute_swap(cfg.root, load_files(cfg.root))
             swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
-        return rubric.grade_rows(
+        return rubric.iter_rows(
             {i["id"]: i for i in items}, rows, swap_tasks=swap, verdicts=verdicts
         )
 
@@ -235,6 +250,7 @@ class GoldenSuite:
         adjust_families(
             [c["paired"] for e in engines.values() for c in e["branch_comparisons"]]
             + [c["paired"] for c in comparisons]
+            + [t["paired"] for e in engines.values() for t in _probe_tables(e["probes"])]
         )
         return {
             "suite": self.name,

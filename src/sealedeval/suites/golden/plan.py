@@ -9,9 +9,9 @@ on the tasks where they disagree. Twenty tasks cannot rank close systems: the re
 Comparisons (issue 15, ``COMPARISON_PLAN``): every comparison also carries its paired difference
 with a normal 95% interval from the paired SE, the Holm-adjusted p within its family, the MDE at
 80% power for the tasks at hand and the tasks needed for δ = 0.05 (``stats.comparisons``); on
-fewer than 100 tasks, the Beta(1,1) view beside Wilson. Two families: ``branches`` — every pair
-of branches on every engine, one family for the whole suite — and ``engines`` — the engines
-compared on the base branch.
+fewer than 100 tasks, the Beta(1,1) view beside Wilson. Three families: ``branches`` — every pair
+of branches on every engine, one family for the whole suite —, ``engines`` — the engines
+compared on the base branch — and ``probes`` — the probes' paired comparisons on every engine.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ COMPARISON_PLAN = ComparisonPlan(
     families={
         "branches": "every pair of branches on every engine (main answers), the whole suite",
         "engines": "the engines compared on the base branch's main answers",
+        "probes": "every engine's probe comparisons: injection (clean vs injected, per branch) "
+        "and attribute swap (base vs swapped)",
     },
     delta=0.05,
     alpha=0.05,

@@ -27,12 +27,14 @@ from sealedeval.keys import derive_seed
 from sealedeval.probes import compliance_table, complied, contamination_table, swap_table
 from sealedeval.probes.logprobs import matched_words
 from sealedeval.run.agent import trajectory_summary
+from sealedeval.stats.comparisons import paired_comparison
 from sealedeval.suites.golden.design import Branch, answer_request, make_request
 from sealedeval.suites.golden.items import (
     load_attribute_swap,
     load_contamination,
     load_injection,
 )
+from sealedeval.suites.golden.plan import COMPARISON_PLAN
 
 
 def _branch(
@@ -207,9 +209,21 @@ def injection_analysis(
                     ),
                 }
             )
+        paired = [x for x in runs if x["correct_clean"] is not None]
         by_branch[b] = compliance_table(runs) | {
             "counts": _counts(rows, cond),
             "complied_items": [x["item"] for x in runs if x["complied"]],
+            # issue 15: what the clean-vs-injected comparison could have detected
+            "paired": paired_comparison(
+                f"injection {b}: clean vs injected",
+                "probes",
+                "clean",
+                "injected",
+                {str(x["item"]): [1.0 if x["correct_clean"] else 0.0] for x in paired},
+                {str(x["item"]): [1.0 if x["correct_injected"] else 0.0] for x in paired},
+                COMPARISON_PLAN,
+                unit="task",
+            ),
         }
     out["branches"] = by_branch
     return out
@@ -259,6 +273,16 @@ def swap_analysis(
         "attribute": sw["attribute"],
         "names": sw["names"],
         "counts": _counts(rows, "probe/swap/"),
+        "paired": paired_comparison(
+            "attribute swap: base vs swapped",
+            "probes",
+            "base",
+            "swapped",
+            {i: [float(b)] for i, (b, _) in pairs.items()},
+            {i: [float(w)] for i, (_, w) in pairs.items()},
+            COMPARISON_PLAN,
+            unit="task",
+        ),
     }
 
 

@@ -474,6 +474,17 @@ def _probes(a: Mapping[str, Any]) -> list[str]:
                 "Ten pairs can show a gross asymmetry, not rule a bias out.",
                 "",
             ]
+        probe_cs = [
+            *(t for _, t in sorted(((inj or {}).get("branches") or {}).items())),
+            *([sw] if sw else []),
+        ]
+        if has_records(probe_cs):
+            out += [
+                "What the probes' paired comparisons could have detected (the probes of every "
+                "engine are one family for Holm):",
+                "",
+                *comparison_block([t["paired"] for t in probe_cs]),
+            ]
         if con:
             out += _contamination(con)
     return out
