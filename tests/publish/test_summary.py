@@ -151,6 +151,10 @@ def test_a_comparison_record_supplies_what_the_hint_leaves_out() -> None:
     text = sm.comparison_text(c)
     assert "difference 0.250 [-0.100, 0.600]" in text
     assert "MDE 0.400; could not have detected the difference seen" in text
+    # a plan that pre-declared unadjusted tests (grounding's seed plan): the raw p decides
+    raw = sm._comparison({"claim": "A vs B", "paired": record, "adjusted_decides": False}, 0.05)
+    assert raw.verdict == "differ (p = 0.030)"
+    assert "adjusted p = 0.090" in sm.comparison_text(raw)
     own = sm._comparison({"claim": "A vs B", "n": 7, "paired": record}, sm.ALPHA)
     assert own.n == 7 and own.mde is None and "MDE" not in sm.comparison_text(own)
 

@@ -91,6 +91,9 @@ class Comparison:
     """Minimum detectable effect at the plan's power (``stats.comparisons``), when recorded."""
     detectable: bool | None = None
     """False: the comparison could not have detected a difference of the size observed."""
+    adjusted_decides: bool = True
+    """Whether the verdict rests on ``p_adjusted`` (when there is one) or on ``p``: a plan that
+    pre-registered unadjusted tests keeps them, with the adjusted p shown beside."""
 
 
 @dataclass(frozen=True)
@@ -226,9 +229,10 @@ def _comparison(hint: Mapping[str, Any], alpha: float) -> Comparison:
     direction = str(c.get("direction") or "two-sided")
     est, p, padj, n = _f(c.get("estimate")), _f(c.get("p")), _f(c.get("p_adjusted")), _i(c.get("n"))
     a = float(c["alpha"]) if c.get("alpha") is not None else alpha
+    adjusted = bool(c.get("adjusted_decides", True)) and padj is not None
     text = c.get("verdict") or (
         verdict(direction, est, padj, alpha=a, n=n, p_label="adjusted p")
-        if padj is not None
+        if adjusted
         else verdict(direction, est, p, alpha=a, n=n)
     )
     claim = c.get("claim") or f"{c.get('a', '?')} {_SYMBOL[direction]} {c.get('b', '?')}"
@@ -244,6 +248,7 @@ def _comparison(hint: Mapping[str, Any], alpha: float) -> Comparison:
         verdict=str(text),
         mde=_f(c.get("mde")),
         detectable=None if c.get("detectable") is None else bool(c.get("detectable")),
+        adjusted_decides=adjusted,
     )
 
 
@@ -304,7 +309,9 @@ def hints(name: str, section: Mapping[str, Any]) -> Mapping[str, Any]:
 
     The hook returns ``{"headline": {"metric", "groups", "label"}, "comparisons": [{"id",
     "claim" or "a"/"b", "direction", "estimate", "lo", "hi", "p", "p_adjusted", "alpha", "n",
-    optional "verdict"}], "note": str}`` — plain JSON taken from its result.json section."""
+    "mde", "detectable", "adjusted_decides", "paired" (a ``stats.comparisons`` record that
+    supplies what is left out), optional "verdict"}], "note": str}`` — plain JSON taken from
+    its result.json section."""
     fn = presentation_hook(name, "summary")
     if fn is not None:
         return dict(fn(section))
@@ -396,8 +403,10 @@ def comparison_text(c: Comparison) -> str:
     if c.estimate is not None:
         iv = f" {interval_text(c)}" if c.lo is not None and c.hi is not None else ""
         extra.append(f"difference {num(c.estimate)}{iv}")
-    if c.p_adjusted is not None:
+    if c.p_adjusted is not None and c.adjusted_decides:
         extra.append(f"unadjusted p = {num(c.p, 3)}")
+    elif c.p_adjusted is not None:
+        extra.append(f"adjusted p = {num(c.p_adjusted, 3)}")
     if c.n is not None:
         extra.append(f"n = {c.n}")
     if c.mde is not None:

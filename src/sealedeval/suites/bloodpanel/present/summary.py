@@ -43,8 +43,8 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
                 "lo": ci.get("lo"),
                 "hi": ci.get("hi"),
                 "p": c.get("p"),
-                "p_adjusted": c.get("p_adjusted"),
                 "n": c.get("n_cases"),
+                "paired": c.get("paired"),
             }
         )
     return {

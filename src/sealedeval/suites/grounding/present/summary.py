@@ -4,7 +4,8 @@ The headline is M1 (value = reference on answerable items, item means) in the sc
 condition A and the structured-definitions condition C: the contrast the suite exists to
 measure. The comparisons are the eight pre-declared paired tests (P1-P8) of every engine's
 primary role, with their claimed direction; the verdicts follow from the sealed tests' p-values
-(adjusted ones when the plan applies a correction). Presentation: not sealed.
+(unadjusted, as the plan pre-declared, unless it applies a correction; the Holm-adjusted p of
+each comparison's ``stats.comparisons`` record is shown beside). Presentation: not sealed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
     a = section.get("analysis") or {}
     engines = a.get("engines") or {}
     names = ", ".join(f"{c} = {CONDITION_NAMES[c]}" for c in HEADLINE_CONDITIONS)
+    correction = (a.get("plan") or {}).get("correction") or {}
     comps = []
     for eng, e in engines.items():
         role = (e.get("roles") or {}).get("primary") or {}
@@ -52,11 +54,12 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
                     "direction": _direction(str(c["direction"]), str(c["a"]), str(c["b"])),
                     "estimate": c.get("mean_diff"),
                     "p": c.get("p"),
-                    "p_adjusted": c.get("p_adjusted", c.get("p_holm")),
                     "n": c.get("n_items"),
+                    "paired": c.get("paired"),
+                    # the seed plan pre-declared unadjusted tests: they decide, Holm is shown
+                    "adjusted_decides": bool(correction.get("applied")),
                 }
             )
-    correction = ((a.get("plan") or {}).get("correction") or {}).get("statement", "")
     return {
         "headline": {
             "metric": "track_a.m1",
@@ -64,5 +67,5 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
             "label": f"track A M1 (answer = reference, item means; {names})",
         },
         "comparisons": comps,
-        "note": correction,
+        "note": str(correction.get("statement") or ""),
     }
