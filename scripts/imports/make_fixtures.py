@@ -67,7 +67,7 @@ def promptfoo() -> None:
     dest = hr.FIXTURES / "promptfoo"
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        with hr.answering_server(hr.PROMPTFOO_ANSWERS) as fake:
+        with hr.answering_server(hr.PROMPTFOO_ANSWERS, hr.PROMPTFOO_FAULTS) as fake:
             result, cmd = hr.run_promptfoo(work, fake.base_url)
         _no_key(work / "out")
         dest.mkdir(parents=True, exist_ok=True)

@@ -146,3 +146,63 @@ def lm_eval_version() -> str:
     from importlib.metadata import version
 
     return version("lm_eval")
+
+
+#: The promptfoo release the fixture was made with: 0.115 runs on node >= 18 (later releases
+#: want node >= 22).
+PROMPTFOO_VERSION = "0.115"
+
+
+def promptfoo_bin() -> list[str] | None:
+    """How to run promptfoo here: ``$PROMPTFOO_BIN`` (e.g. node_modules/.bin/promptfoo of an
+    ``npm install promptfoo@0.115``), else ``promptfoo`` on PATH; None when neither (or no
+    node) is there."""
+    if not shutil.which("node"):
+        return None
+    given = os.environ.get("PROMPTFOO_BIN")
+    if given and Path(given).exists():
+        return [given]
+    found = shutil.which("promptfoo")
+    return [found] if found else None
+
+
+def run_promptfoo(work: Path, base_url: str) -> tuple[Path, list[str]]:
+    """``promptfoo eval -c promptfooconfig.yaml -o out/results.json`` in a copy of the config
+    folder, the providers pointed at ``base_url`` through ``OPENAI_BASE_URL`` (so no address
+    is in the config or the output); returns the results file and the command."""
+    exe = promptfoo_bin()
+    assert exe is not None, "promptfoo is not installed"
+    cfg = work / "config"
+    shutil.copytree(PROMPTFOO_CONFIG, cfg)
+    (cfg / "out").mkdir()
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    args = [
+        "eval",
+        "-c",
+        "promptfooconfig.yaml",
+        "-o",
+        "out/results.json",
+        "--no-cache",
+        "--no-progress-bar",
+        "--no-table",
+        "--max-concurrency",
+        "1",
+    ]
+    env = offline_env(home) | {"OPENAI_BASE_URL": base_url}
+    proc = subprocess.run(
+        [*exe, *args], cwd=cfg, env=env, capture_output=True, text=True, timeout=600
+    )
+    out = cfg / "out" / "results.json"
+    # promptfoo exits 100 when a test failed (one does, by design)
+    if proc.returncode not in (0, 100) or not out.exists():
+        raise AssertionError(f"promptfoo failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return out, ["promptfoo", *args]
+
+
+def promptfoo_versions() -> dict[str, str]:
+    exe = promptfoo_bin()
+    assert exe is not None
+    version = subprocess.run([*exe, "--version"], capture_output=True, text=True, check=True)
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
+    return {"promptfoo": version.stdout.strip(), "node": node.stdout.strip()}

@@ -153,6 +153,7 @@ def test_report_and_audit_show_both_numbers(
     assert sealedeval_import(project, str(logs)) == 0
     _rc, checks = publish_and_audit(project, capsys)
     assert checks["harness headline"].startswith("PASS 4 reported metric(s) equal ours")
+    assert checks["result re-derives"].startswith("PASS")  # tiny-b's --limit rows: no score
     md = (project / "results" / "report.md").read_text()
     assert "| tiny-a | exact_match,strict |" in md and "lm-eval accuracy" in md
     assert "**DIFFERS**" not in md
@@ -274,11 +275,15 @@ def test_wrong_harness_for_the_suite(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.slow
 def test_real_lm_eval_after_the_seal_audits_clean(
-    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The real lm-eval, run after the seal (so its samples follow it), imported, published
     and audited: every check passes and our numbers are lm-eval's."""
     pytest.importorskip("lm_eval")
+    one_engine = CONFIG.replace("  tiny-b: {kind: reference}\n", "").replace(
+        "[tiny-a, tiny-b]", "[tiny-a]"
+    )
+    project = make_project(tmp_path / "proj", one_engine, hr.LM_EVAL_TASK)
     out = tmp_path / "lm_eval_run"
     with hr.answering_server(hr.LM_EVAL_ANSWERS) as fake:
         folder = hr.run_lm_eval(out, fake.base_url, "tiny-a", tmp_path / "work")

@@ -169,7 +169,9 @@ class ImportedSuite:
                         "status": status,
                         "grader": name,
                         "grader_version": GRADER_VERSION,
-                        "score": num if num is not None else math.nan,
+                        # None, not NaN: a graded file read back must equal the re-derivation
+                        # (NaN != NaN would fail the audit's comparison)
+                        "score": num,
                         "passed": bool(verdict),
                         "category": (
                             ("correct" if verdict else "wrong")
@@ -301,7 +303,7 @@ class ImportedSuite:
                 (g for g in graded if g["grader"] == name),
                 key=lambda g: (g["item_id"], g["repeat"]),
             )
-            ok = [g for g in mine if g["status"] == "ok" and not math.isnan(float(g["score"]))]
+            ok = [g for g in mine if g["status"] == "ok" and _number(g["score"])]
             values: dict[str, list[float]] = defaultdict(list)
             verdicts: dict[str, list[bool]] = defaultdict(list)
             for g in ok:
@@ -404,6 +406,11 @@ class ImportedSuite:
             **status_counts(rows),
         }
         return entry, metrics, outcomes
+
+
+def _number(score: Any) -> bool:
+    """A graded score that is a number (None: the harness gave none; NaN from older files)."""
+    return isinstance(score, (int, float)) and not math.isnan(score)
 
 
 def _counts_note(m: Mapping[str, Any]) -> str:
