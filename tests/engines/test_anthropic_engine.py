@@ -127,6 +127,13 @@ def test_request_follows_the_messages_api_and_the_answer_maps_back() -> None:
     assert json.loads(comp.response_json) == comp.response
 
 
+def test_a_base_url_given_with_v1_posts_to_v1_messages_once() -> None:
+    with FakeAnthropic() as fake:
+        comp = _one(_cfg(fake.base_url + "/v1/"))
+        assert fake.requests[0].path == "/v1/messages"
+    assert isinstance(comp, Completion)
+
+
 def test_capabilities_are_declared_honestly() -> None:
     caps = capabilities(_cfg("http://x"))
     assert (caps.chat, caps.json_schema, caps.seeds, caps.tool_protocol) == (

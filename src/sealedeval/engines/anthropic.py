@@ -400,7 +400,10 @@ class AnthropicEngine(OpenAIChatEngine):
             "price_cache_write_per_mtok", CACHE_WRITE_MULTIPLIER * config.price_in_per_mtok
         )
         x.setdefault("price_cache_read_per_mtok", CACHE_READ_MULTIPLIER * config.price_in_per_mtok)
-        config = replace(config, base_url=config.base_url or DEFAULT_BASE_URL, extra=x)
+        # ``{base_url}/v1/messages``: a base URL copied with its ``/v1`` (as OpenAI-style
+        # clients take it) would otherwise post to /v1/v1/messages
+        base = (config.base_url or DEFAULT_BASE_URL).rstrip("/").removesuffix("/v1")
+        config = replace(config, base_url=base, extra=x)
         super().__init__(config, **kw)
         self._url = self.base_url + "/v1/messages"
         self._key = ""
