@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from itertools import chain
 from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
 
-from ._paired import sign_test
-from ._validate import K, as_count, as_float_array, check_probability_level
+from ._validate import FloatArray, K, as_count, as_float_array, check_probability_level
 
 
 def _check_variances(omega2: float, sigma2_a: float, sigma2_b: float) -> None:
@@ -117,23 +118,23 @@ class VarianceComponents(NamedTuple):
     sigma2_identified: bool
 
 
-def _within(reps: Sequence[FloatSeq]) -> tuple[float, int, bool]:
-    """Pooled within-item variance ``Σ (k_i−1) s_i² / Σ (k_i−1)`` and the K to plan with."""
-    num = 0.0
-    dof = 0
-    inv_k = 0.0
-    for r in reps:
-        x = as_float_array(r, "scores")
-        if x.size < 1:
-            raise ValueError("every item needs at least one score per engine")
-        inv_k += 1.0 / x.size
-        if x.size > 1:
-            num += float(np.sum((x - x.mean()) ** 2))
-            dof += x.size - 1
-    k = max(1, round(len(reps) / inv_k)) if reps else 1
+def _within(reps: Sequence[FloatSeq]) -> tuple[float, int, bool, FloatArray]:
+    """Pooled within-item variance ``Σ (k_i−1) s_i² / Σ (k_i−1)``, the K to plan with, whether
+    any item has two replicates, and the item means (vectorised over all items at once)."""
+    lens = np.fromiter((len(r) for r in reps), dtype=np.intp, count=len(reps))
+    if lens.size and int(lens.min()) < 1:
+        raise ValueError("every item needs at least one score per engine")
+    x = as_float_array(list(chain.from_iterable(reps)), "scores")
+    if not lens.size:
+        return (0.0, 1, False, np.empty(0))
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    means = np.add.reduceat(x, starts) / lens
+    k = max(1, round(lens.size / float(np.sum(1.0 / lens))))
+    dof = int(np.sum(lens - 1))
     if dof == 0:
-        return (0.0, k, False)
-    return (num / dof, k, True)
+        return (0.0, k, False, means)
+    ss = float(np.sum((x - np.repeat(means, lens)) ** 2))
+    return (ss / dof, k, True, means)
 
 
 FloatSeq = Sequence[float]
@@ -174,9 +175,9 @@ def variance_components(
         return VarianceComponents(math.nan, math.nan, math.nan, 1, 1, 0, math.nan, False)
     ra = [scores_a[i] for i in common]
     rb = [scores_b[i] for i in common]
-    s2a, ka, ida = _within(ra)
-    s2b, kb, idb = _within(rb)
-    d = np.array([float(np.mean(x)) - float(np.mean(y)) for x, y in zip(ra, rb, strict=True)])
+    s2a, ka, ida, ma = _within(ra)
+    s2b, kb, idb, mb = _within(rb)
+    d = ma - mb
     identified = ida or idb
     if n < 2:
         return VarianceComponents(math.nan, s2a, s2b, ka, kb, n, math.nan, identified)
@@ -218,10 +219,7 @@ def sign_test_power(n_discordant: int, split: float, alpha: float = 0.05) -> flo
     a = check_probability_level(alpha, "alpha")
     if m == 0:
         return 0.0
-    # p grows with min(b, m − b): the region is b <= lo or b >= m − lo for the largest such lo
-    lo = -1
-    while lo + 1 <= m // 2 and sign_test(lo + 1, m - lo - 1) <= a:
-        lo += 1
+    lo = _rejection_bound(m, a)
     if lo < 0:
         return 0.0
     reject = sorted({*range(lo + 1), *range(m - lo, m + 1)})
@@ -234,6 +232,26 @@ def sign_test_power(n_discordant: int, split: float, alpha: float = 0.05) -> flo
         for b in reject
     ]
     return min(1.0, math.fsum(terms))
+
+
+def _rejection_bound(m: int, alpha: float) -> int:
+    """Largest ``lo`` with ``sign_test(lo, m − lo) <= alpha`` (−1 if none), in one exact pass.
+
+    ``sign_test(k, m − k) = 2·Σ_{i<=k} C(m, i) / 2^m`` grows with ``k <= m/2``, so the bound is
+    where the exact cumulative sum first exceeds ``alpha · 2^(m−1)`` (compared as integers with
+    ``alpha`` as its exact binary fraction: no rounding at the boundary)."""
+    q = Fraction(alpha)
+    limit = q.numerator * 2**m  # 2·tail <= α·2^m  ⇔  2·tail·den <= num·2^m
+    tail = 0
+    term = 1  # C(m, 0)
+    lo = -1
+    for k in range(m // 2 + 1):
+        tail += term
+        if 2 * tail * q.denominator > limit:
+            break
+        lo = k
+        term = term * (m - k) // (k + 1)
+    return lo
 
 
 def discordant_split(delta: float, discordance: float) -> float:

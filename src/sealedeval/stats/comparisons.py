@@ -15,7 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Final, TypedDict
+
+import numpy as np
 
 from ._bayes import beta_interval, prob_a_better
 from ._bootstrap import paired_bootstrap
@@ -159,7 +162,8 @@ def _rate(k: int, n: int) -> Rate:
 
 
 def _binary(groups: Sequence[Sequence[float]]) -> bool:
-    return all(float(v) in (0.0, 1.0) for g in groups for v in g)
+    x = np.fromiter(chain.from_iterable(groups), dtype=np.float64)
+    return bool(np.all((x == 0.0) | (x == 1.0)))
 
 
 def paired_comparison(
