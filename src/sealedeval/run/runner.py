@@ -182,7 +182,6 @@ def _run_suite(
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
     p = plan(cfg, suite_name, unsealed=unsealed)
-    _say_design(cfg, suite_name, engine_name)
     out_dir = raw_dir(cfg.root, suite_name, engine_name)
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -197,6 +196,7 @@ def _run_suite(
         requests = requests[:limit]
     requests = [r for r in requests if in_shard(r.request_key, shard)]
     done = _existing(cfg.root, suite_name, engine_name, p.seal)
+    _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
