@@ -222,9 +222,22 @@ def test_packed_index_and_chunks_hold_every_sample_exactly() -> None:
     ]
     chunks = rh.sample_chunks(samples)
     assert len(chunks) == 3
-    back = [d for c in chunks for d in rh.unpack(c)]
+    back = [d for c in chunks for d in rh.chunk_samples(rh.unpack(c))]
     assert [d["output"] for d in back] == [s["output"] for s in samples]
+    assert [d["messages"] for d in back] == [s["messages"] for s in samples]
     assert [d["grades"] for d in back] == [json.loads(json.dumps(s["grades"])) for s in samples]
+
+
+def test_long_prompt_texts_are_stored_once_per_chunk() -> None:
+    system = "You read the files below.\n" + "x" * rh.SHARED_TEXT_CHARS
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": "short?"}]
+    samples = rh.suite_samples(
+        "s", [_raw(f"k{i}", messages=json.dumps(msgs)) for i in range(5)], []
+    )
+    doc = rh.chunk_doc(samples)
+    assert doc["texts"] == [system]
+    assert all(d["messages"] == [{"role": "system", "ref": 0}, msgs[1]] for d in doc["samples"])
+    assert [d["messages"] for d in rh.chunk_samples(doc)] == [msgs] * 5
 
 
 def test_duplicate_keys_across_suites_get_distinct_links() -> None:
@@ -296,7 +309,7 @@ def test_publish_writes_every_request_and_rebuilds_byte_identical() -> None:
     assert set(labels["suite"]) == set(result["suites"])
     assert {"ok", "error"} <= set(labels["status"]) and "connection" in labels["error_kind"]
     chunks = re.findall(r'id="se-c\d+">([^<]+)<', text)
-    assert sum(len(rh.unpack(c)) for c in chunks) == requests
+    assert sum(len(rh.unpack(c)["samples"]) for c in chunks) == requests
     path.unlink()
     publish_again(root)
     assert path.read_bytes() == first

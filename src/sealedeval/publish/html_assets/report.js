@@ -1,6 +1,7 @@
 // report.html's sample browser. The page's data sits in inert <script type="application/octet-stream">
 // elements: "se-index" (the columns the list and filters need) and "se-c<N>" (the full samples,
-// CHUNK per element), each canonical JSON deflated and base64-encoded (publish/html.py). Nothing is
+// CHUNK per element, long prompt texts stored once per chunk in "texts" and referenced by
+// number), each canonical JSON deflated and base64-encoded (publish/html.py). Nothing is
 // fetched: chunks are inflated with DecompressionStream only when a view needs them (open a sample:
 // one chunk; a text search: every chunk once, its search text cached), so the summary paints first
 // and a 100k-request report stays usable. Data is only ever written with textContent.
@@ -18,8 +19,8 @@
   }
 
   var idx = null, C = null, L = null, idMap = null, nChunks = 0;
-  var parsed = new Map();   // chunk number -> Promise of its samples (LRU, PARSED_KEEP)
-  var hay = [];             // chunk number -> lower-cased search text per sample
+  var parsed = new Map();   // chunk number -> Promise of {texts, samples} (LRU, PARSED_KEEP)
+  var hay = [];             // chunk number -> {own: text per sample, refs, texts} lower-cased
   var visible = [], page = 0, gen = 0, current = -1;
 
   function chunk(ci) {
@@ -86,11 +87,18 @@
     return out;
   }
 
+  // A message's text: inline, or a shared text of its chunk ("ref").
+  function content(m, texts) {
+    if (m && typeof m === "object" && "ref" in m) return texts[m.ref];
+    return m && typeof m === "object" ? m.content : m;
+  }
+
+  // The sample's own search text; its shared texts are searched once per chunk (ensureHay).
   function searchText(i, s) {
     var parts = [C.id[i], C.item[i], L.condition[C.condition[i]], L.error_kind[C.error_kind[i]],
       s.output, s.error_message, s.model];
-    (Array.isArray(s.messages) ? s.messages : [s.messages]).forEach(function (m) {
-      parts.push(m && typeof m === "object" ? pretty(m.content) : pretty(m));
+    s.messages.forEach(function (m) {
+      if (!(m && typeof m === "object" && "ref" in m)) parts.push(pretty(content(m)));
     });
     if (s.trajectory && s.trajectory.length) parts.push(JSON.stringify(s.trajectory));
     s.grades.forEach(function (g) {
@@ -101,8 +109,15 @@
 
   function ensureHay(ci) {
     if (hay[ci]) return Promise.resolve(hay[ci]);
-    return chunk(ci).then(function (samples) {
-      hay[ci] = samples.map(function (s, j) { return searchText(ci * idx.chunk + j, s); });
+    return chunk(ci).then(function (doc) {
+      hay[ci] = {
+        own: doc.samples.map(function (s, j) { return searchText(ci * idx.chunk + j, s); }),
+        refs: doc.samples.map(function (s) {
+          return s.messages.filter(function (m) { return m && typeof m === "object" && "ref" in m; })
+            .map(function (m) { return m.ref; });
+        }),
+        texts: doc.texts.map(function (t) { return t.toLowerCase(); }),
+      };
       return hay[ci];
     });
   }
@@ -142,9 +157,17 @@
         $("sample-count").textContent = "searching… " + k + " of " + need.length + " chunks";
         return ensureHay(need[k++]).then(step);
       }
+      var hits = [];  // chunk -> term -> which shared texts hold the term (computed once)
       visible = base.filter(function (i) {
-        var h = hay[Math.floor(i / idx.chunk)][i % idx.chunk];
-        return terms.every(function (t) { return h.indexOf(t) >= 0; });
+        var ci = Math.floor(i / idx.chunk), j = i % idx.chunk, h = hay[ci];
+        if (!hits[ci]) {
+          hits[ci] = terms.map(function (t) {
+            return h.texts.map(function (x) { return x.indexOf(t) >= 0; });
+          });
+        }
+        return terms.every(function (t, k) {
+          return h.own[j].indexOf(t) >= 0 || h.refs[j].some(function (r) { return hits[ci][k][r]; });
+        });
       });
       done(terms);
       return Promise.resolve();
@@ -205,7 +228,7 @@
     box.appendChild(d);
   }
 
-  function showSample(i, s) {
+  function showSample(i, s, texts) {
     var box = $("sample-detail"), id = C.id[i];
     box.textContent = "";
     var head = el("header"), h = el("h3", null, "Sample " + id);
@@ -246,14 +269,6 @@
     box.appendChild(facts);
     if (s.error_message) box.appendChild(el("p", "error-box", s.error_message));
 
-    box.appendChild(el("h4", null, "Prompt"));
-    var msgs = Array.isArray(s.messages) ? s.messages : [s.messages];
-    if (!msgs.length) box.appendChild(el("p", "hint", "(no prompt stored)"));
-    msgs.forEach(function (m) {
-      var isMsg = m && typeof m === "object" && "content" in m;
-      box.appendChild(el("div", "msg-role", isMsg ? m.role || "message" : "message"));
-      box.appendChild(el("pre", "msg", isMsg ? pretty(m.content) : pretty(m)));
-    });
     box.appendChild(el("h4", null, "Response"));
     box.appendChild(el("pre", "response", s.output === "" ? "(empty)" : s.output));
 
@@ -289,6 +304,14 @@
       wrap.appendChild(t);
       box.appendChild(wrap);
     }
+    box.appendChild(el("h4", null, "Prompt"));
+    var msgs = Array.isArray(s.messages) ? s.messages : [s.messages];
+    if (!msgs.length) box.appendChild(el("p", "hint", "(no prompt stored)"));
+    msgs.forEach(function (m) {
+      var isMsg = m && typeof m === "object" && ("content" in m || "ref" in m);
+      box.appendChild(el("div", "msg-role", isMsg ? m.role || "message" : "message"));
+      box.appendChild(el("pre", "msg", pretty(isMsg ? content(m, texts) : m)));
+    });
     var traj = Array.isArray(s.trajectory) ? s.trajectory : [s.trajectory];
     box.appendChild(el("h4", null, "Agent trajectory (" + traj.length + " steps)"));
     if (!traj.length) box.appendChild(el("p", "hint", "single call: no trajectory"));
@@ -316,9 +339,9 @@
       box.hidden = false;
       return Promise.resolve();
     }
-    return chunk(Math.floor(i / idx.chunk)).then(function (samples) {
+    return chunk(Math.floor(i / idx.chunk)).then(function (doc) {
       current = i;
-      showSample(i, samples[i % idx.chunk]);
+      showSample(i, doc.samples[i % idx.chunk], doc.texts);
       render();
       box.scrollIntoView({ block: "start" });
       performance.mark("sample-shown");
