@@ -64,15 +64,19 @@ def lm_eval() -> None:
 
 
 def promptfoo() -> None:
+    """``results.json`` (one run of each test) and ``results-repeat2.json`` (``--repeat 2``)."""
     dest = hr.FIXTURES / "promptfoo"
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        with hr.answering_server(hr.PROMPTFOO_ANSWERS, hr.PROMPTFOO_FAULTS) as fake:
-            result, cmd = hr.run_promptfoo(work, fake.base_url)
-        _no_key(work / "out")
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(result, dest / "results.json")
-    _versions(dest, hr.promptfoo_versions(), [" ".join(cmd)])
+    dest.mkdir(parents=True, exist_ok=True)
+    commands = []
+    for name, extra in (("results.json", []), ("results-repeat2.json", ["--repeat", "2"])):
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            with hr.answering_server(hr.PROMPTFOO_ANSWERS, hr.PROMPTFOO_FAULTS) as fake:
+                result, cmd = hr.run_promptfoo(work, fake.base_url, extra)
+            _no_key(work)
+            shutil.copyfile(result, dest / name)
+        commands.append(" ".join(cmd))
+    _versions(dest, hr.promptfoo_versions(), commands)
     print(f"wrote {dest}")
 
 

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -166,7 +166,7 @@ def promptfoo_bin() -> list[str] | None:
     return [found] if found else None
 
 
-def run_promptfoo(work: Path, base_url: str) -> tuple[Path, list[str]]:
+def run_promptfoo(work: Path, base_url: str, extra: Sequence[str] = ()) -> tuple[Path, list[str]]:
     """``promptfoo eval -c promptfooconfig.yaml -o out/results.json`` in a copy of the config
     folder, the providers pointed at ``base_url`` through ``OPENAI_BASE_URL`` (so no address
     is in the config or the output); returns the results file and the command."""
@@ -188,6 +188,7 @@ def run_promptfoo(work: Path, base_url: str) -> tuple[Path, list[str]]:
         "--no-table",
         "--max-concurrency",
         "1",
+        *extra,
     ]
     env = offline_env(home) | {"OPENAI_BASE_URL": base_url}
     proc = subprocess.run(

@@ -126,6 +126,33 @@ def test_fixture_import_equals_promptfoo(
     assert e["harness"] == "promptfoo" and (e["ok"], e["error"]) == (4, 1)
 
 
+def test_repeats_are_one_item_each(project: Path, tmp_path: Path) -> None:
+    """``--repeat 2`` writes each test twice under consecutive testIdx: one item with two
+    repeats, and promptfoo's counts (per run) are ours."""
+    log = tmp_path / "results-repeat2.json"
+    shutil.copyfile(FIXTURE.with_name("results-repeat2.json"), log)
+    doc = json.loads(log.read_text())
+    assert sorted({r["testIdx"] for r in doc["results"]["results"]}) == list(range(10))
+    assert sealedeval_import(project, str(log)) == 0
+    rows = latest_records(raw_files(project, SUITE))
+    assert sorted({r["item_id"] for r in rows}) == ["0", "1", "2", "3", "4"]
+    assert {(r["item_id"], r["repeat"]) for r in rows if r["engine"] == A} == {
+        (str(i), k) for i in range(5) for k in (0, 1)
+    }
+    an = analysis(project)
+    theirs = promptfoo_counts(log)
+    assert theirs["openai:chat:tiny-a"] == (6, 2, 2)
+    for eng, provider in ((A, "openai:chat:tiny-a"), (B, "openai:chat:tiny-b")):
+        passed, failed, errors = theirs[provider]
+        (h,) = an["engines"][eng]["headline"]
+        assert h["match"], h
+        assert h["counts"]["ours"] == {"passed": passed, "failed": failed, "error": errors}
+        ours = an["engines"][eng]["scorers"]["pass"]
+        assert ours["epochs"] == 2 and ours["samples"] == 4  # items, not runs
+        assert "pass_at_2" in ours and "pass_hat_2" in ours
+    assert an["headline_match"] is True
+
+
 def test_report_and_audit(project: Path, log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert sealedeval_import(project, str(log)) == 0
     _rc, checks = publish_and_audit(project, capsys)
@@ -134,6 +161,9 @@ def test_report_and_audit(project: Path, log: Path, capsys: pytest.CaptureFixtur
     assert checks["result re-derives"].startswith("PASS")
     md = (project / "results" / "report.md").read_text()
     assert f"| {A} | pass |" in md and "promptfoo accuracy" in md and "**DIFFERS**" not in md
+    assert (
+        f"- {A}/pass: promptfoo counted 3 / 1 / 1 (passed / failed / error); ours 3 / 1 / 1" in md
+    )
 
 
 @pytest.mark.parametrize("edit", ["headline", "error hidden"])

@@ -38,6 +38,16 @@ def render(name: str, section: Mapping[str, Any]) -> str:
     if rows:
         out.append(table(["engine", "scorer", "log", f"{harness} accuracy", "ours", "check"], rows))
         out.append("")
+    for eng, e in sorted((an.get("engines") or {}).items()):
+        for h in e.get("headline") or []:
+            c = h.get("counts")
+            if c:
+                out.append(
+                    f"- {eng}/{h['scorer']}: {harness} counted "
+                    f"{_counts(c['harness'])} (passed / failed / error); ours {_counts(c['ours'])}"
+                )
+    if any(h.get("counts") for e in (an.get("engines") or {}).values() for h in e["headline"]):
+        out.append("")
     for m in an.get("headline_mismatches") or []:
         out.append(f"- headline mismatch: {m}")
     if an.get("headline_mismatches"):
@@ -65,3 +75,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _counts(c: Mapping[str, Any]) -> str:
+    return " / ".join(str(c.get(k)) for k in ("passed", "failed", "error"))

@@ -5,16 +5,17 @@ The file is JSON (promptfoo's ``OutputFile``: ``evalId``, ``results``, ``config`
 ``prompts``, ``results``, ``stats``), the only layout read here. It is read with the standard
 library: importing needs no node.
 
-One row per (provider, test, prompt): ``item_id`` is the test's index (``testIdx``), with the
-prompt's ordinal appended when the file holds more than one prompt, so two providers answering
-the same test are paired. The verdict is promptfoo's own: scorer ``pass`` (``success``) and
+One row per (provider, test, prompt, repeat): ``item_id`` is the test case's ordinal (its first
+``testIdx``; ``--repeat N`` writes a test N times and those are its repeats), with the prompt's
+ordinal appended when the file holds more than one prompt, so two providers answering the
+same test are paired. The verdict is promptfoo's own: scorer ``pass`` (``success``) and
 scorer ``score`` (its weighted assertion score); every assertion's result (type, value, pass,
 score, reason) is kept in ``response.assertions``. A result promptfoo failed to get
 (``failureReason`` 2: provider or API error) is an ``error`` row of kind ``provider_error``,
 never a failed test. The headline compared is per provider, from ``results.prompts[].metrics``
 (``testPassCount``/``testFailCount``/``testErrorCount``): the pass rate over the tests that ran
-(passed / (passed + failed)) and the three counts, all recomputed from the rows; promptfoo's
-printed "Pass Rate" (errors counted as not passed) is recorded beside it.
+(passed / (passed + failed), pooled over runs) and the three counts, all recomputed from the
+rows; promptfoo's printed "Pass Rate" (errors counted as not passed) is recorded beside it.
 
 The field map (mapped, ignored) is in docs/imports.md.
 """
@@ -122,6 +123,22 @@ def _assertions(grading: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _case_key(r: Mapping[str, Any]) -> str:
+    t = r.get("testCase") or {}
+    return compact(
+        {"description": t.get("description"), "vars": r.get("vars"), "assert": t.get("assert")}
+    )
+
+
+def _test_cases(results: Any) -> dict[str, int]:
+    """Each distinct test case → its ordinal by first ``testIdx``. ``--repeat N`` writes a test
+    N times under N consecutive ``testIdx``: the same case, so one item with N repeats."""
+    out: dict[str, int] = {}
+    for r in sorted(results, key=lambda r: int(r["testIdx"])):
+        out.setdefault(_case_key(r), len(out))
+    return out
+
+
 def headline(summary: Mapping[str, Any], provider: str, n_providers: int) -> dict[str, Any]:
     """The provider's counts as promptfoo reported them: ``prompts[].metrics`` summed over
     its prompts (else ``stats`` when the file has one provider)."""
@@ -212,13 +229,14 @@ def convert(
         "harness_version": _version(doc),
     }
     rows = []
+    cases = _test_cases(summary["results"])
     seen: dict[str, int] = {}
     for r in sorted(results, key=lambda r: (r["testIdx"], str(r.get("promptId")))):
         pid = str(r.get("promptId") or r.get("promptIdx"))
-        item = str(r["testIdx"])
+        item = str(cases[_case_key(r)])
         if len(prompt_ids) > 1:
             item += f"/prompt{prompt_ids.index(pid)}"
-        repeat = seen.get(item, 0)  # the same (test, prompt) again: a repeat
+        repeat = seen.get(item, 0)  # the same test case again (--repeat): the next repeat
         seen[item] = repeat + 1
         response = r.get("response") or {}
         grading = r.get("gradingResult")

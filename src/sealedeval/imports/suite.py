@@ -376,11 +376,19 @@ class ImportedSuite:
                     "log": h["log_sha256"],
                 }
                 if isinstance(head.get("counts"), Mapping):
-                    # a harness that reports counts (promptfoo): passed / failed / errored
+                    # a harness that reports counts per run (promptfoo): its rate is pooled
+                    # over the runs (repeats included), and passed / failed / errored runs
                     # must be ours too, so an error silently dropped or added is caught
-                    mine_counts = {"passed": k, "failed": n - k, "error": len(errored)}
+                    won = sum(bool(g["passed"]) for g in ok)
+                    mine_counts = {
+                        "passed": won,
+                        "failed": len(ok) - won,
+                        "error": len(mine) - len(ok),
+                    }
+                    pooled = won / len(ok) if ok else None
+                    same = pooled is not None and abs(float(reported) - pooled) <= self.tolerance
                     theirs = {c: head["counts"].get(c) for c in mine_counts}
-                    entry_h |= {"counts": {"ours": mine_counts, "harness": theirs}}
+                    entry_h |= {"ours": pooled, "counts": {"ours": mine_counts, "harness": theirs}}
                     entry_h["match"] = same and theirs == mine_counts
                 headline.append(entry_h)
                 metrics.append(
