@@ -207,3 +207,47 @@ def test_comparisons_figure_draws_each_difference_over_its_mde_band(
     assert "MDE" in fig.caption
     png = render_bytes(fig.draw(), "png")
     assert png.startswith(b"\x89PNG") and render_bytes(fig.draw(), "png") == png
+
+
+@pytest.mark.slow
+def test_published_report_carries_the_columns_in_every_comparison_table(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the real CLI (seal → run → analyze → publish) on the tiny profile with golden's
+    branches and grounding's naive baseline: result.json holds every record and report.md
+    prints the comparison header wherever a comparison is listed."""
+    from sealedeval.cli import main
+
+    root = project()
+    (root / "config/cmp.yaml").write_text(
+        "suites:\n  golden:\n    engines: [reference]\n    limit: 6\n    repeats: 1\n"
+        "    branch_engines: [reference]\n"
+        "    branches: {A: {solver: single, tools: false}, B: {solver: agent, tools: true, "
+        "tasks: all, repeats: 0}}\n"
+        "  bloodpanel: {engines: [reference], enabled: false}\n"
+        "  grounding: {engines: [reference, naive]}\n"
+    )
+    for suite in ("golden", "grounding"):
+        for cmd in ("run", "grade", "analyze"):
+            extra = ["--no-progress"] if cmd == "run" else []
+            rc = main([cmd, "--root", str(root), suite, "-c", "config/cmp.yaml", *extra])
+            assert rc == 0, capsys.readouterr().err[-2000:]
+    assert main(["publish", "--root", str(root), "-c", "config/cmp.yaml"]) == 0
+    result = json.loads((root / "results/result.json").read_text())
+    g = result["suites"]["golden"]["analysis"]
+    cs = g["engines"]["reference"]["branch_comparisons"]
+    assert cs and all(c["paired"]["family"] == "branches" for c in cs)
+    assert [c["paired"]["p_adj"] for c in cs] == pytest.approx(stats.holm([c["p"] for c in cs]))
+    gr = result["suites"]["grounding"]["analysis"]["engines"]
+    assert all(
+        "paired" in x for e in gr.values() for r in e["roles"].values() for x in r["comparisons"]
+    )
+    md = (root / "results/report.md").read_text()
+    header = "| " + " | ".join(HEADER) + " |"
+    # golden's branch table and probe table (config.yaml's probes run on the reference engine),
+    # one grounding table per engine and model role that compared
+    probes = g["engines"]["reference"]["probes"]
+    assert probes["injection"] and probes["attribute_swap"]["paired"]["family"] == "probes"
+    roles = [r for e in gr.values() for r in e["roles"].values() if r.get("comparisons")]
+    assert md.count(header) == 2 + len(roles)
+    assert "p Holm" in md and "MDE (power)" in md
