@@ -217,7 +217,7 @@ def test_default_config_runs_the_documented_embedded_subset_on_local() -> None:
         assert profile_for(cfg, eng) == "default"
         assert len(design_for(cfg, 1, eng).specs) == 52
     n = sum(EMBEDDED_TOTALS.values())
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs/benchmarks.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| grounding | `local`"))
     assert f"{n} calls" in row and f"{EMBEDDED_TOTALS['A']} track-A" in row
     # the grounding prompts (B2 `full` 13.5k tokens) get a 16k context, the other suites not

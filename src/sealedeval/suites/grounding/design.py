@@ -53,7 +53,7 @@ gapped records and B4's coordinator context once each; items within a block are 
 (~60 tokens and one answer). Cut against ``default``: one track-A replicate; B1 without the
 deficient prose; B2 without the ``full`` (+4,000 tokens) and ``keyword_top5`` assemblies; B4
 without the prose-ownership chain. :func:`estimate_seconds` ranks designs offline; a measured
-run is the authority (README, "What the default profile runs").
+run is the authority (docs/benchmarks.md, "The default profile").
 
 The call order is a seeded shuffle across the whole run (spec: so service drift cannot confound
 conditions); calls that consume an earlier call's output (B2 ``own_pick`` after ``select``, B4
