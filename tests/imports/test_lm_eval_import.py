@@ -264,6 +264,27 @@ def test_bad_input_one_line_exit_2_nothing_written(
     assert nothing_written(project)
 
 
+def test_credentials_in_a_log_never_reach_rows_or_ledger(project: Path, logs: Path) -> None:
+    """A key passed in ``--model_args`` (lm-eval copies model_args into the task config's
+    metadata too) and a password in a URL are redacted before anything is written."""
+    path = results_file(logs / "tiny-a")
+    doc = json.loads(path.read_text())
+    secret, password = "sk-live-0123456789abcdef", "hunter2pw"
+    url = f"http://bob:{password}@127.0.0.1:9/v1/chat/completions"
+    for args in (doc["config"]["model_args"], doc["configs"]["tinyqa"]["metadata"]):
+        args |= {"api_key": secret, "base_url": url, "hf_token": secret}
+    path.write_text(json.dumps(doc))
+    assert sealedeval_import(project, str(logs / "tiny-a")) == 0
+    stored = json.dumps(read_raw(raw_files(project)).to_pylist())
+    stored += (project / ledger.LEDGER_NAME).read_text()
+    assert secret not in stored and password not in stored
+    (row,) = [r for r in latest_records(raw_files(project, "tinyqa")) if r["item_id"] == "0"]
+    params = json.loads(row["params"])
+    assert params["model_args"]["api_key"] == "[redacted]"
+    assert params["model_args"]["base_url"] == "http://127.0.0.1:9/v1/chat/completions"
+    assert params["model_args"]["tokenized_requests"] is False  # not a credential: kept
+
+
 def test_wrong_harness_for_the_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_project(
         tmp_path / "p", CONFIG.replace("harness: lm-eval", "harness: inspect"), hr.LM_EVAL_TASK
