@@ -102,7 +102,7 @@ def test_degenerate_records() -> None:
     assert few["mde"] is None and few["detectable"] is False  # 3 items: nothing detectable
     none = paired_comparison("n", "engines", "a", "b", {"x": [1.0]}, {"y": [1.0]}, PLAN)
     assert none["n"] == 0 and none["diff"] is None and none["p"] == 1.0 and none["bayes"] is None
-    assert none["mde_note"] == "no common items"
+    assert none["mde_note"] == "no common items" and none["detectable"] is False
     one = paired_comparison("o", "engines", "a", "b", {"x": [1.0]}, {"x": [0.0]}, PLAN)
     assert one["diff"] == 1.0 and one["lo"] is None and one["mde"] is None
 

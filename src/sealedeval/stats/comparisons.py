@@ -189,7 +189,8 @@ def paired_comparison(
     the exact sign test on its sign, and the MDE / n needed from ``variance_components``. The
     Holm-adjusted p is filled in by :func:`adjust_families` once the family is complete.
 
-    Degenerate cases: no common item → every number None, ``p = 1.0``; every item tied → MDE
+    Degenerate cases: no common item → every number None, ``p = 1.0``, ``detectable`` False;
+    every item tied → MDE
     and n needed None (no variance to estimate them from; ``mde_note`` says so), ``detectable``
     None; fewer items than the exact sign test needs to reject at α (6 at α = 0.05) →
     ``detectable`` False with the reason in ``mde_note``.
@@ -246,10 +247,13 @@ def paired_comparison(
     can_reject = bool(common) and sign_test(len(common), 0) <= plan.alpha
     if common and not can_reject:
         detectable = False
+        units = unit if len(common) == 1 else f"{unit}s"
         note = (
-            f"{len(common)} {unit}s: the exact sign test cannot reach p <= {plan.alpha:g} even if "
-            f"every {unit} favoured one side"
+            f"{len(common)} {units}: the exact sign test cannot reach p <= {plan.alpha:g} even "
+            f"if every {unit} favoured one side"
         )
+    elif not common:
+        detectable = False  # no common items: nothing could have been detected
     binary = bool(common) and _binary([*ra, *rb])
     single = binary and all(len(r) == 1 for r in (*ra, *rb))
     power_at_delta = None
