@@ -263,3 +263,25 @@ def test_pdf_unreferenced_figures_go_last_and_missing_ones_fail(
     assert "Otherfigures" in text and "extra_plot.png" in text
     with pytest.raises(UserError, match="grounding_track_b"):
         build_pdf(RESULT, md, [p for p in pngs if p.stem != "grounding_track_b"])
+
+
+def test_pdf_opens_with_the_summary_page_then_the_appendix(
+    tmp_path: Path, built: dict[str, bytes]
+) -> None:
+    """Page 1 is report.md's summary (every suite, its headline), nothing of the appendix; the
+    appendix starts on page 2 with the seal."""
+    from pypdf import PdfReader
+
+    from sealedeval.publish.summary import suite_summaries
+
+    md = render_report(RESULT)
+    path = tmp_path / "report.pdf"
+    path.write_bytes(build_pdf(RESULT, md, _pngs(tmp_path, built)))
+    pages = ["".join(p.extract_text().split()) for p in PdfReader(path).pages]
+    first, second = pages[0], pages[1]
+    assert "Summary" in first and "Appendix" not in first and "Sealandcompleteness" not in first
+    for s in suite_summaries(RESULT):
+        assert "".join(s.label.split()) in first, s.suite
+        assert s.headline and all(f"{h.estimate:.3f}" in first for h in s.headline if h.estimate)
+    assert second.startswith("Appendix") and "Rubriclocksha256" in second
+    assert not any(f"({p.stem})" in first for p in tmp_path.glob("*.png"))  # no figure on it
