@@ -43,11 +43,11 @@ BUILD_STARTED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 onsuccess:
-    shell("sealedeval status --since " + BUILD_STARTED + " " + CONFIG_ARGS + " || true")
+    shell(f"sealedeval status --since {BUILD_STARTED} {CONFIG_ARGS} || true")
 
 
 onerror:
-    shell("sealedeval status --since " + BUILD_STARTED + " " + CONFIG_ARGS + " || true")
+    shell(f"sealedeval status --since {BUILD_STARTED} {CONFIG_ARGS} || true")
 
 
 include: "rules/common.smk"
