@@ -351,10 +351,52 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _regrade_from(args: argparse.Namespace) -> int:
+    """``regrade SUITE --from PATH``: the recorded raw run replayed as a new run under the
+    current seal (``run/regrade.py``), and the next commands."""
+    from sealedeval.canonical import dumps
+    from sealedeval.run.regrade import regrade, report_lines
+
+    file_opts = {
+        "FILE": args.file,
+        "--format": args.format,
+        "--profile": args.profile,
+        "--key": args.key,
+        "--partial": args.partial,
+    }
+    given = [f for f, v in file_opts.items() if v]
+    if given:
+        raise UserError(f"regrade --from: {given[0]} is for response files (FILE), not --from")
+    files = [c for c in args.config or [] if Path(c).as_posix() != "config/config.yaml"]
+    out = regrade(
+        Path(args.root).resolve(),
+        files,
+        args.suite,
+        Path(args.source),
+        args.as_name,
+        label=args.source,
+        progress=sys.stderr.isatty(),
+    )
+    if args.json:
+        print(dumps(out.as_dict()), end="")
+        return 0
+    print("\n".join(report_lines(out, files, args.root)))
+    return 0
+
+
 def cmd_regrade(args: argparse.Namespace) -> int:
     from sealedeval.canonical import dumps
     from sealedeval.plugins import get_suite, hook
 
+    if args.source is not None:
+        return _regrade_from(args)
+    if args.as_name:
+        raise UserError("regrade: --as names the replay engine of --from PATH")
+    if not (args.file and args.profile and args.format):
+        raise UserError(
+            "regrade: give FILE with --format and --profile (a response file), "
+            "or --from PATH (a recorded raw run)"
+        )
     suite = get_suite(args.suite)
     regrade = hook(suite, "regrade")
     if regrade is None:
@@ -542,12 +584,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_deposit)
 
     s = sub.add_parser(
-        "regrade", parents=[common], help="grade externally produced responses (no engine call)"
+        "regrade",
+        parents=[common],
+        help="grade recorded responses again (no engine call): a raw run (--from) or a file",
     )
     s.add_argument("suite")
-    s.add_argument("--profile", required=True, help="scoring profile (e.g. sealed, kantesti-v11)")
-    s.add_argument("--format", required=True, help="response file format (e.g. kantesti)")
-    s.add_argument("file", help="the response file")
+    s.add_argument(
+        "--from",
+        dest="source",
+        metavar="PATH",
+        help="a recorded raw-store directory (results/raw/SUITE/ENGINE, an import, or a copy): "
+        "replayed as a new run under the current seal through a replay engine",
+    )
+    s.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="ENGINE_NAME",
+        help="with --from: the replay engine's name (default: <source engine>-replay)",
+    )
+    s.add_argument("--profile", help="with FILE: scoring profile (e.g. sealed, kantesti-v11)")
+    s.add_argument("--format", help="with FILE: response file format (e.g. kantesti)")
+    s.add_argument("file", nargs="?", help="a response file (the suite's regrade hook)")
     s.add_argument("--json", action="store_true", help="print canonical JSON")
     s.add_argument(
         "--key",
