@@ -150,11 +150,17 @@ def test_the_analysis_carries_the_measurement_as_metrics_and_renders_it() -> Non
     section = detector_section(ROOT)
     assert set(section["profiles"]) == set(MEASURED_PROFILES)
     ms = metrics(section)
-    assert {(m["metric"], m["groups"]["profile"]) for m in ms} == {
-        (f"detector_{k}", p) for k in ("precision", "recall") for p in MEASURED_PROFILES
-    }
+    assert sorted((m["metric"], m["groups"]["battery"], m["groups"]["profile"]) for m in ms) == (
+        sorted(
+            (f"detector_{k}", b, p)
+            for k in ("precision", "recall")
+            for b in ("development", "held_out")
+            for p in MEASURED_PROFILES
+        )
+    )
     for m in ms:
-        r = section["profiles"][m["groups"]["profile"]][m["metric"].split("_")[1]]
+        block = section if m["groups"]["battery"] == "development" else section["held_out"]
+        r = block["profiles"][m["groups"]["profile"]][m["metric"].split("_")[1]]
         assert m["estimate"] == r["rate"] and m["method"] == "wilson" and m["unit"] == "pair"
     md = "\n".join(detector_md.render({"detector": section}))
     v11 = section["profiles"]["kantesti-v11"]
@@ -164,7 +170,8 @@ def test_the_analysis_carries_the_measurement_as_metrics_and_renders_it() -> Non
     )
     first = v11["disagreements"][0]
     assert f"| {first['id']} |" in md
-    assert f"Disagreements with the labels, kantesti-v11: {len(v11['disagreements'])}" in md
+    n_wrong = len(v11["disagreements"])
+    assert f"Disagreements with the labels, kantesti-v11 (development): {n_wrong}" in md
     assert detector_md.render({}) == []  # an analysis from before the measurement
     # The battery and its rules are sealed with the suite.
     inputs = BloodpanelSuite().rubric_inputs()

@@ -14,6 +14,14 @@ so the measurement in a published report is of the battery that was sealed.
 detector catches, a false positive a sentence it charges wrongly (a negated, sub-10 % or
 hypothetical mention), a false negative an assertion it misses. An ambiguous pair counts as its
 lean; how many pairs were ambiguous is reported beside the matrix.
+
+Two batteries are measured. The development battery was written by the detector's author, so a
+perfect score on it is circular; ``data/bloodpanel/assertion_holdout.yaml`` (``HOLDOUT``) was
+written blind by a second author from the rules alone and committed before any detector ran on
+it. Both are reported side by side, the held-out one labelled as such: it is the figure that
+estimates how the detector does on sentences nobody tuned it for. Failure patterns found there
+go to the development battery, never into the held-out one, and the held-out file records the
+figure measured before any such fix (``blind_measurement``).
 """
 
 from __future__ import annotations
@@ -36,9 +44,15 @@ from sealedeval.suites.bloodpanel.rubric import Profile, flags_fired
 
 SCHEMA: Final = "bloodpanel-assertion-battery/1"
 BATTERY: Final = Path("data/bloodpanel/assertion_battery.yaml")
+HOLDOUT: Final = Path("data/bloodpanel/assertion_holdout.yaml")
+"""The held-out battery: written blind from ``assertion_rules.md``, never tuned on."""
+ROLES: Final = {BATTERY: "development", HOLDOUT: "held_out"}
+"""Role of each battery, as the analysis and the metrics name it."""
 LABELS: Final = ("asserted", "not_asserted", "ambiguous")
 LEANS: Final = ("asserted", "not_asserted")
 FORMS: Final = ("text", "json")
+CELLS: Final = ("tp", "fp", "fn", "tn")
+"""The confusion matrix's cells (positive = the pair asserts the condition)."""
 MEASURED_PROFILES: Final[tuple[Profile, ...]] = ("sealed", "kantesti-v11")
 """Profiles whose detector every bloodpanel analysis measures on the battery."""
 
@@ -145,16 +159,52 @@ def _cached(path: str, mtime_ns: int) -> tuple[Pair, ...]:
     return load_battery(path)
 
 
-def battery(root: Path) -> tuple[Pair, ...]:
-    """The project's battery (``root/data/bloodpanel/assertion_battery.yaml``), else the copy of
-    the source checkout this module runs from (parsed once per file version)."""
-    p = root / BATTERY
-    if not p.is_file():
-        p = Path(__file__).resolve().parents[4] / BATTERY
+def _locate(root: Path, rel: Path) -> Path:
+    p = root / rel
+    return p if p.is_file() else Path(__file__).resolve().parents[4] / rel
+
+
+def battery(root: Path, which: Path = BATTERY) -> tuple[Pair, ...]:
+    """The project's battery (``root/`` + ``which``: the development ``BATTERY`` or the
+    ``HOLDOUT``), else the copy of the source checkout this module runs from (parsed once per
+    file version)."""
+    p = _locate(root, which)
     try:
         return _cached(str(p), p.stat().st_mtime_ns)
     except FileNotFoundError:
         raise UserError(f"{p}: assertion battery not found") from None
+
+
+def blind_measurement(root: Path) -> dict[str, Any]:
+    """The held-out file's ``blind_measurement`` record: the figure measured on it before any
+    detector change it prompted (``{}`` until one is recorded).
+
+    Raises:
+        UserError: A record that is not a mapping of profile to confusion matrix.
+    """
+    p = _locate(root, HOLDOUT)
+    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    rec = doc.get("blind_measurement") if isinstance(doc, dict) else None
+    if rec is None:
+        return {}
+    ok = isinstance(rec, dict) and isinstance(rec.get("profiles"), dict)
+    for m in rec.get("profiles", {}).values() if ok else ():
+        ok = ok and isinstance(m, dict) and all(isinstance(m.get(k), int) for k in CELLS)
+    if not ok:
+        raise UserError(
+            f"{p}: blind_measurement must hold profiles: {{profile: {{tp, fp, fn, tn}}}} counts"
+        )
+    return {
+        "detector_commit": str(rec.get("detector_commit", "")),
+        "profiles": {
+            str(prof): {
+                "matrix": {k: int(m[k]) for k in CELLS},
+                "precision": _rate(m["tp"], m["tp"] + m["fp"]),
+                "recall": _rate(m["tp"], m["tp"] + m["fn"]),
+            }
+            for prof, m in rec["profiles"].items()
+        },
+    }
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
@@ -203,7 +253,7 @@ def measure(pairs: Sequence[Pair], profile: Profile) -> dict[str, Any]:
             )
 
     def matrix(c: Mapping[str, int]) -> dict[str, int]:
-        return {k: int(c.get(k, 0)) for k in ("tp", "fp", "fn", "tn")}
+        return {k: int(c.get(k, 0)) for k in CELLS}
 
     m = matrix(cells)
     return {
@@ -220,12 +270,10 @@ def measure(pairs: Sequence[Pair], profile: Profile) -> dict[str, Any]:
     }
 
 
-def detector_section(root: Path) -> dict[str, Any]:
-    """What every bloodpanel analysis records about its detector: the battery's size and
-    languages, and ``measure`` of each of ``MEASURED_PROFILES``."""
-    pairs = battery(root)
+def _block(which: Path, pairs: Sequence[Pair]) -> dict[str, Any]:
     return {
-        "battery": str(BATTERY),
+        "battery": str(which),
+        "role": ROLES[which],
         "n": len(pairs),
         "by_label": dict(sorted(Counter(x.label for x in pairs).items())),
         "by_lang": dict(sorted(Counter(x.lang for x in pairs).items())),
@@ -234,14 +282,36 @@ def detector_section(root: Path) -> dict[str, Any]:
     }
 
 
-def metrics(section: Mapping[str, Any]) -> list[Metric]:
-    """``detector_precision`` and ``detector_recall`` of each measured profile (Wilson 95 %,
-    unit the battery pair), for the metric table every suite's result.json carries."""
-    out: list[Metric] = []
-    for prof, m in section["profiles"].items():
-        for name in ("precision", "recall"):
-            r = m[name]
-            out.append(
-                rate_metric(f"detector_{name}", {"profile": prof}, r["k"], r["n"], unit="pair")
+def detector_section(root: Path) -> dict[str, Any]:
+    """What every bloodpanel analysis records about its detector: for the development battery
+    (top level, as before) and for the held-out battery (``held_out``: the same fields, plus
+    its ``blind_measurement``), the battery's size and languages and ``measure`` of each of
+    ``MEASURED_PROFILES``."""
+    dev = _block(BATTERY, battery(root, BATTERY))
+    pairs = battery(root, HOLDOUT)
+    held = _block(HOLDOUT, pairs)
+    blind = blind_measurement(root)
+    for prof, m in blind.get("profiles", {}).items():
+        if sum(m["matrix"].values()) != len(pairs):
+            raise UserError(
+                f"{_locate(root, HOLDOUT)}: blind_measurement of {prof} counts "
+                f"{sum(m['matrix'].values())} pairs, the file has {len(pairs)}"
             )
+    held["blind_measurement"] = blind
+    return dev | {"held_out": held}
+
+
+def metrics(section: Mapping[str, Any]) -> list[Metric]:
+    """``detector_precision`` and ``detector_recall`` of each measured profile on each battery
+    (groups ``battery``: development / held_out, and ``profile``; Wilson 95 %, unit the battery
+    pair), for the metric table every suite's result.json carries."""
+    out: list[Metric] = []
+    blocks = [section, *([section["held_out"]] if section.get("held_out") else [])]
+    for block in blocks:
+        role = str(block.get("role", "development"))
+        for prof, m in block["profiles"].items():
+            for name in ("precision", "recall"):
+                r = m[name]
+                groups = {"battery": role, "profile": prof}
+                out.append(rate_metric(f"detector_{name}", groups, r["k"], r["n"], unit="pair"))
     return out

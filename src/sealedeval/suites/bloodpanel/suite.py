@@ -245,6 +245,8 @@ class BloodpanelSuite:
             "data/bloodpanel/SEALED_RULE.md",
             # The detector's measurement (every analysis reports it) is of the sealed battery.
             "data/bloodpanel/assertion_battery.yaml",
+            # ... and of the held-out battery written blind (reported beside it, never tuned on).
+            "data/bloodpanel/assertion_holdout.yaml",
             "data/bloodpanel/assertion_rules.md",
             *(f"pkg:sealedeval/suites/bloodpanel/{m}.py" for m in mods),
             "pkg:sealedeval/graders/jsonparse.py",  # the shared JSON reader parse_report uses
@@ -481,7 +483,8 @@ class BloodpanelSuite:
             pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         comparisons = [plan.compare(a, b, means, ids, scores, n_boot=n_boot) for a, b in pairs]
         adjust_families([c["paired"] for c in comparisons])
-        # The over-diagnosis detector measured on the sealed battery, beside the trap figure.
+        # The over-diagnosis detector measured on the sealed development and held-out
+        # batteries, beside the trap figure.
         detector = battery.detector_section(cfg.root)
         metrics += battery.metrics(detector)
         cohorts: dict[str, int] = defaultdict(int)
