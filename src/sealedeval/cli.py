@@ -358,7 +358,6 @@ def _regrade_from(args: argparse.Namespace) -> int:
     from sealedeval.run.regrade import regrade, report_lines
 
     file_opts = {
-        "FILE": args.file,
         "--format": args.format,
         "--profile": args.profile,
         "--key": args.key,
@@ -372,9 +371,9 @@ def _regrade_from(args: argparse.Namespace) -> int:
         Path(args.root).resolve(),
         files,
         args.suite,
-        Path(args.source),
+        Path(args.file),
         args.as_name,
-        label=args.source,
+        label=args.file,
         progress=sys.stderr.isatty(),
     )
     if args.json:
@@ -388,14 +387,14 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     from sealedeval.canonical import dumps
     from sealedeval.plugins import get_suite, hook
 
-    if args.source is not None:
+    if args.from_raw:
         return _regrade_from(args)
     if args.as_name:
         raise UserError("regrade: --as names the replay engine of --from PATH")
-    if not (args.file and args.profile and args.format):
+    if not (args.profile and args.format):
         raise UserError(
-            "regrade: give FILE with --format and --profile (a response file), "
-            "or --from PATH (a recorded raw run)"
+            "regrade: a response FILE needs --format and --profile "
+            "(or give --from PATH: a recorded raw run)"
         )
     suite = get_suite(args.suite)
     regrade = hook(suite, "regrade")
@@ -591,10 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("suite")
     s.add_argument(
         "--from",
-        dest="source",
-        metavar="PATH",
-        help="a recorded raw-store directory (results/raw/SUITE/ENGINE, an import, or a copy): "
-        "replayed as a new run under the current seal through a replay engine",
+        dest="from_raw",
+        action="store_true",
+        help="PATH is a recorded raw-store directory (results/raw/SUITE/ENGINE, an import, or "
+        "a copy), replayed as a new run under the current seal through a replay engine "
+        "(`--from PATH`; a flag, so FILE stays the one positional of the response-file form)",
     )
     s.add_argument(
         "--as",
@@ -604,7 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--profile", help="with FILE: scoring profile (e.g. sealed, kantesti-v11)")
     s.add_argument("--format", help="with FILE: response file format (e.g. kantesti)")
-    s.add_argument("file", nargs="?", help="a response file (the suite's regrade hook)")
+    s.add_argument(
+        "file", metavar="FILE|PATH", help="a response file (the suite's regrade hook), or PATH"
+    )
     s.add_argument("--json", action="store_true", help="print canonical JSON")
     s.add_argument(
         "--key",

@@ -251,13 +251,12 @@ def prepare(
     if source_engine in cfg.data["engines"]:
         caps = capabilities(cfg.engine(source_engine))
         engine |= {k: getattr(caps, k) for k in MIRRORED_CAPS}
+    # The source engine stays in the suite's engines while its own rows stay in results/raw
+    # (not moved): they are still graded and reported beside the replay's.
+    keep = move_to is None and raw_dir(root, suite_name, source_engine).is_dir()
     overlay: dict[str, Any] = {
         "engines": {name: engine},
-        "suites": {
-            suite_name: suite_overlay(
-                section, source_engine, name, keep=not move_to and in_suite_raw
-            )
-        },
+        "suites": {suite_name: suite_overlay(section, source_engine, name, keep=keep)},
     }
     overlay_path = root / OVERLAY_DIR / f"regrade-{name}.yaml"
     predicted = _predicted_errors(cfg, suite_name, name, overlay, source)
@@ -456,11 +455,17 @@ def report_lines(out: Outcome, config_files: Sequence[str], root_arg: str) -> li
             + f" too (sealedeval regrade {out.suite} --from DIR{root} {cfgs}) or move "
             "aside before grading"
         )
-    keep = f" {out.source}" if out.moved_from else ""
     lines.append(
-        f"  git add {out.overlay} ledger.jsonl && git commit -m 'Regrade {out.suite}/"
-        f"{out.engine}'   (keep{keep or ' the source'}: the replay's source, like results/raw)"
+        f"  git add {out.overlay} ledger.jsonl && git commit -m 'Regrade {out.suite} as "
+        f"{out.engine}'"
     )
+    if Path(out.source).is_absolute():
+        lines.append(
+            f"  (the source {out.source} is outside the project: copy it under archive/raw/ "
+            "and edit the overlay's source for a config that travels)"
+        )
+    else:
+        lines.append(f"  (keep {out.source}, the replay's source, as you keep results/raw)")
     lines.append(f"  sealedeval analyze {out.suite} --grade{root} {cfgs}")
     lines.append(f"  sealedeval publish{root} {cfgs} && sealedeval audit{root}")
     files = " ".join([*config_files, out.overlay])
