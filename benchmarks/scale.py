@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# not this folder first: benchmarks/html.py would shadow the standard library's html module
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
 # Peak RSS from VmHWM: ``ru_maxrss`` survives fork+exec on Linux, so a child of this (large)
@@ -111,8 +113,8 @@ def timed(owner, name, label):
 suite = type(get_suite("golden"))
 timed(P, "latest_records", "read raw (harness)")
 timed(P, "generate_items", "generate")
-timed(suite, "grade", "golden grade")
-timed(P.artifacts, "normalize_graded", "graded table round trip")
+timed(P, "grade", "grade stage (golden's graders, into columns, sorted)")
+timed(P.artifacts, "normalize_graded", "graded normalise (per column)")
 timed(suite, "analyze", "golden analyze")
 timed(suite, "requests", "golden plan (planned keys)")
 timed(P, "_attempt_summary", "seal summary (harness)")

@@ -90,6 +90,9 @@ class SuiteHooks(Protocol):
     - ``scorecards(graded, section)``: ``{file name: CSV text}`` under results/scorecards/;
       default: ``<suite>.csv`` with one row per graded row.
     - ``regrade(root, profile, fmt, path)``: grade externally produced responses.
+    - ``iter_grade(cfg, items, rows)``: ``grade``'s rows yielded one at a time; the grade stage
+      streams them into columns when present (a million golden answers as four million dicts
+      were most of the 1M-row build's 5.6 GB peak).
     - ``summary(section)``: the headline metric and the pre-registered comparisons of the
       report's summary page (``publish.summary.hints`` documents the shape); default: the
       first metric with an estimate and the analysis's ``hypotheses``/``comparisons``.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,3 +66,53 @@ def test_items_round_trip_with_their_metadata(tmp_path: Path) -> None:
     artifacts.write_items(path, items, {"rubric_sha256": "r", "seed": "1"})
     assert artifacts.read_items(path) == artifacts.normalize_items(items) == items
     assert artifacts.read_items_meta(path) == {"rubric_sha256": "r", "seed": "1"}
+
+
+def _dict_rows(rows: list[dict[str, object]], extra: dict[str, object]) -> list[dict[str, object]]:
+    """What the grade stage did before it kept columns: ``{**g, **extra}`` per row, sorted,
+    then one dict per row over the columns in first-seen order (None where a row lacks one)."""
+    out = sorted(({**g, **extra} for g in rows), key=lambda g: (g["engine"], g["request_key"]))
+    cols = list(dict.fromkeys(k for g in out for k in g))
+    return [{c: g.get(c) for c in cols} for g in out]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {"engine": st.sampled_from(["b", "a", "é"]), "request_key": st.text(max_size=3)},
+            optional={k: scalar for k in ("x", "suite", "y")},
+        ),
+        max_size=8,
+    )
+)
+def test_columns_hold_the_rows_the_dicts_held(rows: list[dict[str, object]]) -> None:
+    """Columnar graded rows equal the dicts they replace: same rows in the same stable order,
+    same keys in the same order (first seen after the sort), extra columns overriding."""
+    extra = {"suite": "s", "suite_version": "1"}
+    got = artifacts.GradedRows.from_rows(iter(rows), extra).sorted_by(("engine", "request_key"))
+    want = _dict_rows(rows, extra)
+    assert got == want
+    assert [list(g) for g in got] == [list(w) for w in want]
+    assert [dict(g) for g in got] == want
+    assert artifacts.graded_table(got).equals(artifacts.graded_table(want))
+
+
+def test_graded_rows_read_back_as_columns_equal_to_the_derived_ones(tmp_path: Path) -> None:
+    rows = [
+        {"request_key": "k2", "engine": "e", "score": 1.0, "details": '{"a":1}'},
+        {"request_key": "k1", "engine": "e", "score": 0.5, "details": '{"a":1}', "extra": [1]},
+    ]
+    derived = artifacts.normalize_graded(rows)
+    path = tmp_path / "g.parquet"
+    artifacts.write_graded(path, derived)
+    back = artifacts.read_graded(path)
+    assert back == derived
+    assert (back != derived) is False  # the audit compares with !=
+    assert back != artifacts.normalize_graded(rows[:1])
+    # equal strings are one object after reading: a column of repeated details costs a pointer
+    assert back[0]["details"] is back[1]["details"]
+    assert back[1]["extra"] == [1] and back[0]["extra"] is None
+    assert back[-1]["request_key"] == "k1" and len(back[0:1]) == 1
+    with pytest.raises(KeyError):
+        back[0]["nope"]

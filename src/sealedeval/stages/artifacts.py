@@ -17,9 +17,10 @@ reads its input from disk and the audit that derives it in memory see identical 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pyarrow.parquet as pq
 
@@ -91,22 +92,29 @@ def read_items(path: Path) -> list[dict[str, Any]]:
 
 
 def _column_kind(values: Sequence[Any]) -> str:
-    """'string' | 'int' | 'float' | 'bool' | 'json' for one column's values (None allowed)."""
+    """'string' | 'int' | 'float' | 'bool' | 'json' for one column's values (None allowed).
+
+    Decided on the set of the values' types (one C-level pass), then by ``isinstance`` on
+    each type, as a per-value check would: a subclass of float is a float, of int an int."""
     kinds = set()
-    for v in values:
-        if v is None:
+    for t in set(map(type, values)):
+        if t is type(None):
             continue
-        if isinstance(v, bool):
+        if issubclass(t, bool):
             kinds.add("bool")
-        elif isinstance(v, int):
-            kinds.add("int" if -(2**63) <= v < 2**63 else "json")
-        elif isinstance(v, float):
+        elif issubclass(t, int):
+            kinds.add("int")
+        elif issubclass(t, float):
             kinds.add("float")
-        elif isinstance(v, str):
+        elif issubclass(t, str):
             kinds.add("string")
         else:
-            kinds.add("json")
+            return "json"
         if len(kinds) > 1:
+            return "json"
+    if kinds == {"int"}:
+        ints = [v for v in values if v is not None]
+        if not -(2**63) <= min(ints) <= max(ints) < 2**63:
             return "json"
     return kinds.pop() if kinds else "string"
 
@@ -114,17 +122,213 @@ def _column_kind(values: Sequence[Any]) -> str:
 _ARROW = {"string": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 
 
+class _Discard(list[Any]):
+    """Where a row's own value of an ``extra`` column goes: nowhere (the extra value wins)."""
+
+    def append(self, value: Any) -> None:
+        pass
+
+
+_DISCARD = _Discard()
+
+
+class GradedRow(Mapping[str, Any]):
+    """One graded row: a read-only Mapping over its table's columns (no per-row dict)."""
+
+    __slots__ = ("_i", "_t")
+
+    def __init__(self, table: GradedRows, i: int) -> None:
+        self._t = table
+        self._i = i
+
+    def __getitem__(self, key: str) -> Any:
+        return self._t.bycol[key][self._i]  # the analysis's inner loop: one lookup, one index
+
+    def get(self, key: str, default: Any = None) -> Any:
+        col = self._t.bycol.get(key)
+        return default if col is None else col[self._i]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._t.colpos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._t.names)
+
+    def __len__(self) -> int:
+        return len(self._t.names)
+
+    def __repr__(self) -> str:
+        return f"GradedRow({dict(self)!r})"
+
+
+class GradedRows(Sequence[Mapping[str, Any]]):
+    """Graded rows column by column: every row has every column (None where a suite's row
+    lacks it, as the file gives it back). Rows are ``GradedRow`` views made on access.
+
+    A million raw rows are four million golden graded rows; as dicts they took ~0.5 KB each
+    and were built twice (grade, then the file round trip): 5.6 GB of the 1M-row build's
+    peak (``benchmarks/scale.py``). Columns of shared values take 8 bytes a cell.
+    Equal to any sequence of mappings with the same rows (a list of dicts included).
+    """
+
+    __slots__ = ("_n", "_sig_keys", "_sigs", "bycol", "colpos", "columns", "names")
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        columns: Sequence[list[Any]],
+        n: int,
+        sigs: tuple[list[int], list[tuple[str, ...]]] | None = None,
+    ) -> None:
+        self.names = list(names)
+        self.columns = list(columns)
+        self.colpos = {c: j for j, c in enumerate(self.names)}
+        self.bycol = dict(zip(self.names, self.columns, strict=True))
+        self._n = n
+        # which keys each row had (an id per row into the distinct key tuples): the column
+        # order is first-seen over the rows in their order, as a table of the dicts had it
+        self._sigs: list[int] | None = sigs[0] if sigs is not None else None
+        self._sig_keys: list[tuple[str, ...]] = sigs[1] if sigs is not None else []
+        if self._sigs is not None:
+            self._reorder(range(n))
+
+    def _reorder(self, order: Iterable[int]) -> None:
+        """Columns in first-seen order of the rows' own keys, rows taken in ``order``."""
+        if self._sigs is None or len(self._sig_keys) < 2:
+            first: dict[str, None] = dict.fromkeys(self._sig_keys[0] if self._sig_keys else ())
+        else:
+            first, seen = {}, set()
+            for i in order:
+                sid = self._sigs[i]
+                if sid not in seen:
+                    seen.add(sid)
+                    first.update(dict.fromkeys(k for k in self._sig_keys[sid] if k not in first))
+                    if len(seen) == len(self._sig_keys):
+                        break
+        if list(first) != self.names and set(first) == set(self.names):
+            cols = {c: self.columns[self.colpos[c]] for c in self.names}
+            self.names = list(first)
+            self.columns = [cols[c] for c in self.names]
+            self.colpos = {c: j for j, c in enumerate(self.names)}
+            self.bycol = dict(zip(self.names, self.columns, strict=True))
+
+    @classmethod
+    def from_rows(
+        cls, rows: Iterable[Mapping[str, Any]], extra: Mapping[str, Any] | None = None
+    ) -> GradedRows:
+        """Rows (any iterable: a suite's generator is consumed one row at a time), each with
+        the ``extra`` columns set as ``{**row, **extra}`` would. Equal strings share one
+        object (a suite's ``details`` repeat across rows)."""
+        extra = dict(extra or {})
+        index: dict[str, int] = {}
+        cols: list[list[Any]] = []
+        pool: dict[str, str] = {}
+        sig_ids: dict[tuple[str, ...], int] = {}
+        sigs: list[int] = []
+        last: tuple[str, ...] | None = None
+        sid = 0
+        order: list[list[Any]] = []
+        rest: list[list[Any]] = []
+        n = 0
+        for g in rows:
+            keys = tuple(g)
+            if keys != last:  # a new column set: map it (new columns get None for earlier rows)
+                for k in keys:
+                    if k not in index and k not in extra:
+                        index[k] = len(cols)
+                        cols.append([None] * n)
+                last = keys
+                sid = sig_ids.setdefault(
+                    keys + tuple(k for k in extra if k not in keys), len(sig_ids)
+                )
+                order = [cols[index[k]] if k not in extra else _DISCARD for k in keys]
+                mine = {id(c) for c in order}
+                rest = [c for c in cols if id(c) not in mine]
+            for col, v in zip(order, g.values(), strict=True):
+                col.append(pool.setdefault(v, v) if type(v) is str else v)
+            for col in rest:
+                col.append(None)
+            sigs.append(sid)
+            n += 1
+        names = list(index)
+        for k, v in extra.items() if n else ():  # no rows: no columns, as no dicts had none
+            names.append(k)
+            cols.append([v] * n)
+        return cls(names, cols, n, (sigs, list(sig_ids)))
+
+    def sorted_by(self, keys: Sequence[str]) -> GradedRows:
+        """The rows stably sorted on ``keys`` (ascending, like ``sorted`` on their tuples)."""
+        if self._n == 0:
+            return self
+        cols = [self.columns[self.colpos[k]] for k in keys]
+        order: list[int]
+        try:  # Arrow sorts strings by code point, as Python does, and stably
+            import pyarrow.compute as pc
+
+            table = pa.table({f"k{j}": pa.array(c, type=pa.string()) for j, c in enumerate(cols)})
+            if any(table.column(j).null_count for j in range(len(cols))):
+                raise TypeError("a None in a sort key")  # Python's sort would refuse it too
+            idx = pc.sort_indices(table, [(f"k{j}", "ascending") for j in range(len(cols))])
+            order = idx.to_numpy().tolist()
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # not strings: Python's sort
+            order = sorted(range(self._n), key=lambda i: tuple(c[i] for c in cols))
+        sigs = None
+        if self._sigs is not None:
+            sigs = ([self._sigs[i] for i in order], self._sig_keys)
+        return GradedRows(self.names, [[c[i] for i in order] for c in self.columns], self._n, sigs)
+
+    def column(self, name: str) -> list[Any]:
+        return self.columns[self.colpos[name]]
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> GradedRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[GradedRow]: ...
+
+    def __getitem__(self, i: int | slice) -> GradedRow | list[GradedRow]:
+        if isinstance(i, slice):
+            return [GradedRow(self, j) for j in range(self._n)[i]]
+        if not -self._n <= i < self._n:
+            raise IndexError("graded row index out of range")
+        return GradedRow(self, i % self._n if self._n else i)
+
+    def __iter__(self) -> Iterator[GradedRow]:
+        return map(GradedRow, repeat(self, self._n), range(self._n))  # no generator frame
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GradedRows):
+            if self._n != other._n:
+                return False
+            if self._n == 0:
+                return True
+            if set(self.names) != set(other.names):
+                return False
+            return all(self.column(c) == other.column(c) for c in self.names)
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GradedRows({self._n} rows, columns {self.names})"
+
+
+def _as_graded(graded: Sequence[Mapping[str, Any]] | GradedRows) -> GradedRows:
+    return graded if isinstance(graded, GradedRows) else GradedRows.from_rows(graded)
+
+
 def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Graded rows as a typed table (columns in first-seen order; a row lacking a column has
     None there, and the column list is kept in the metadata so an empty file reads back)."""
-    columns: dict[str, None] = {}
-    for g in graded:
-        for k in g:
-            columns.setdefault(k, None)
+    rows = _as_graded(graded)
     arrays = []
     json_cols = []
-    for c in columns:
-        values = [g.get(c) for g in graded]
+    for c, values in zip(rows.names, rows.columns, strict=True):
         kind = _column_kind(values)
         if kind == "json":
             json_cols.append(c)
@@ -133,39 +337,43 @@ def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
             )
         else:
             arrays.append(pa.array(values, type=_ARROW[kind]))
-    table = pa.Table.from_arrays(arrays, names=list(columns)) if columns else pa.table({})
+    table = pa.Table.from_arrays(arrays, names=rows.names) if rows.names else pa.table({})
     return table.replace_schema_metadata(
-        {_JSON_COLUMNS: compact(json_cols).encode(), _COLUMN_ORDER: compact(list(columns)).encode()}
+        {_JSON_COLUMNS: compact(json_cols).encode(), _COLUMN_ORDER: compact(rows.names).encode()}
     )
 
 
-def rows_from_table(table: pa.Table) -> list[dict[str, Any]]:
+def rows_from_table(table: pa.Table) -> GradedRows:
     md = table.schema.metadata or {}
     json_cols = set(json.loads(md.get(_JSON_COLUMNS, b"[]")))
-    cols = {name: table.column(name).to_pylist() for name in table.column_names}
-    for c in json_cols & set(cols):
-        cols[c] = [None if v is None else json.loads(v) for v in cols[c]]
-    names = list(cols)
-    return [dict(zip(names, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+    names = list(table.column_names)
+    cols = []
+    pool: dict[str, str] = {}
+    for name in names:
+        values = table.column(name).to_pylist()
+        if name in json_cols:
+            values = [None if v is None else json.loads(v) for v in values]
+        elif pa.types.is_string(table.schema.field(name).type):
+            values = [v if v is None else pool.setdefault(v, v) for v in values]
+        cols.append(values)
+    return GradedRows(names, cols, table.num_rows)
 
 
-def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> GradedRows:
     """Graded rows as they read back from the graded file.
 
-    When every row has every column and no column needs JSON (the usual case: scalars of one
-    type per column), the rows already are what reading the file gives back, so they are copied
-    instead of going through Arrow and back (a third of the whole build at 100k rows).
+    Column by column: a column of scalars of one Arrow type (the usual case) already is what
+    reading the file gives back and is kept as it is, no copy; a column stored as JSON goes
+    through canonical JSON, as the file does (the Arrow round trip of every row was a third
+    of the whole build at 100k rows).
     """
-    columns: dict[str, None] = {}
-    for g in graded:
-        for k in g:
-            columns.setdefault(k, None)
-    n = len(columns)
-    if all(len(g) == n for g in graded) and all(
-        _column_kind([g[c] for g in graded]) != "json" for c in columns
-    ):
-        return [{c: g[c] for c in columns} for g in graded]
-    return rows_from_table(graded_table(graded))
+    rows = _as_graded(graded)
+    cols = []
+    for values in rows.columns:
+        if _column_kind(values) == "json":
+            values = [None if v is None else json.loads(compact(v)) for v in values]
+        cols.append(values)
+    return GradedRows(rows.names, cols, len(rows))
 
 
 def write_graded(
@@ -193,7 +401,7 @@ def read_graded_meta(path: Path) -> dict[str, str]:
     }
 
 
-def read_graded(path: Path) -> list[dict[str, Any]]:
+def read_graded(path: Path) -> GradedRows:
     try:
         table = pq.ParquetFile(path).read()
     except (OSError, pa.ArrowInvalid) as e:

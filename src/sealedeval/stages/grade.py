@@ -6,11 +6,12 @@ version beside the grader and its version, so a graded file says what produced e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import Config
-from sealedeval.plugins import Suite, suite_info
+from sealedeval.plugins import Suite, hook, suite_info
+from sealedeval.stages.artifacts import GradedRows
 
 BASE_COLUMNS = (
     "request_key",
@@ -29,6 +30,11 @@ BASE_COLUMNS = (
 """What every suite's graded row carries; suites add scalar columns of their own."""
 
 PROVENANCE_COLUMNS = ("suite", "suite_version")
+_BASE = frozenset(BASE_COLUMNS)
+
+
+ORDER = ("engine", "request_key", "grader")
+"""The canonical order of graded rows (a stable sort: a suite's order within a key stays)."""
 
 
 def grade(
@@ -36,14 +42,19 @@ def grade(
     suite: Suite,
     items: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """Graded rows in a canonical order (engine, request key, grader)."""
-    graded = suite.grade(cfg, items, rows)
+) -> GradedRows:
+    """Graded rows in a canonical order (engine, request key, grader).
+
+    The suite may return a list or yield its rows one at a time; they are taken into columns
+    as they come (``GradedRows``), so a million raw rows never exist as millions of dicts."""
     version = str(suite_info(suite.name)["version"])
-    out = []
-    for g in graded:
-        missing = [c for c in BASE_COLUMNS if c not in g]
-        if missing:
-            raise ValueError(f"suite {suite.name}: graded row lacks {missing[0]!r}")
-        out.append({**g, "suite": suite.name, "suite_version": version})
-    return sorted(out, key=lambda g: (g["engine"], g["request_key"], g["grader"]))
+
+    def checked() -> Iterator[Mapping[str, Any]]:
+        for g in (hook(suite, "iter_grade") or suite.grade)(cfg, items, rows):
+            if not g.keys() >= _BASE:
+                missing = [c for c in BASE_COLUMNS if c not in g]
+                raise ValueError(f"suite {suite.name}: graded row lacks {missing[0]!r}")
+            yield g
+
+    out = GradedRows.from_rows(checked(), {"suite": suite.name, "suite_version": version})
+    return out.sorted_by(ORDER)

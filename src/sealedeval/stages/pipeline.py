@@ -87,7 +87,7 @@ def rows_rubric(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def graded_rows(
     cfg: Config, name: str, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+) -> artifacts.GradedRows:
     return artifacts.normalize_graded(grade(cfg, get_suite(name), items, rows))
 
 
@@ -215,7 +215,7 @@ def write_graded(cfg: Config, name: str, graded: Sequence[Mapping[str, Any]], ke
     return path
 
 
-def fresh_graded(cfg: Config, name: str, key: str) -> list[dict[str, Any]] | None:
+def fresh_graded(cfg: Config, name: str, key: str) -> artifacts.GradedRows | None:
     path = artifacts.graded_path(cfg.root, name)
     if path.exists() and artifacts.read_graded_meta(path).get("stage_key") == key:
         return artifacts.read_graded(path)
@@ -250,7 +250,7 @@ class Derived:
 
     name: str
     items: list[dict[str, Any]]
-    graded: list[dict[str, Any]]
+    graded: artifacts.GradedRows
     doc: dict[str, Any]
 
 

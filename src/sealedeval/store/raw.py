@@ -339,36 +339,141 @@ def ok_keys(root: Path, suite: str, engine: str) -> set[str]:
     return {k for k, s in zip(keys, st, strict=True) if s == "ok"}
 
 
+_SELECT = ("request_key", "status", "finished_at", "engine")
+"""What choosing the latest row per key reads of every attempt; other columns wait."""
+
+
+class _LatestColumns:
+    """The columns of the latest rows, each read from the parts on its first access.
+
+    ``take`` holds, in output order, each chosen row's position among all rows of ``paths``
+    (parts concatenated in order). A column nobody asks for is never turned into Python
+    objects: at a million rows the response bodies, prompts and timestamps were ~0.8 KB a row
+    that grading and analysis never read (``benchmarks/scale.py``). Parts are append-only and
+    never rewritten, so a column read later holds what it held when the rows were chosen; a
+    part removed meanwhile is the same one-line error as a corrupt one.
+    """
+
+    def __init__(self, paths: Sequence[Path], sizes: Sequence[int], take: Any) -> None:
+        self._paths = list(paths)
+        self._sizes = list(sizes)
+        self._take = take  # numpy int64 positions
+        self.loaded: dict[str, list[Any]] = {}
+
+    def column(self, i: int) -> list[Any]:
+        name = _COLUMNS[i]
+        col = self.loaded.get(name)
+        if col is None:
+            col = self.loaded[name] = self._load(name)
+        return col
+
+    def _load(self, name: str) -> list[Any]:
+        import numpy as np
+
+        out: list[Any] = [None] * len(self._take)
+        pool: dict[Any, Any] = {}
+        start = 0
+        for p, size in zip(self._paths, self._sizes, strict=True):
+            mask = (self._take >= start) & (self._take < start + size)
+            where = np.flatnonzero(mask)
+            if len(where):
+                try:
+                    pf = pq.ParquetFile(p, read_dictionary=[name] if name in _SHARED else None)
+                    col = pf.read(columns=[name]).column(0)
+                except (pa.ArrowInvalid, OSError, KeyError) as e:
+                    raise _corrupt(p, e) from e
+                values = _pylist(col.take(pa.array(self._take[where] - start)), pool)
+                for j, v in zip(where.tolist(), values, strict=True):
+                    out[j] = v
+            start += size
+        return out
+
+
+class LatestRecord(RawRecord):
+    """One latest raw row: a read-only Mapping over the shared, lazily read columns."""
+
+    __slots__ = ("_c", "_i")
+
+    def __init__(self, columns: _LatestColumns, i: int) -> None:
+        self._c = columns
+        self._i = i
+
+    def __getitem__(self, key: str) -> Any:
+        col = self._c.loaded.get(key)  # inlined: this runs a dozen times per row graded
+        return (self._c.column(_INDEX[key]) if col is None else col)[self._i]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        col = self._c.loaded.get(key)
+        if col is None:
+            if key not in _INDEX:
+                return default
+            col = self._c.column(_INDEX[key])
+        return col[self._i]
+
+    def __repr__(self) -> str:
+        return f"RawRecord({dict(self)!r})"
+
+
 def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> list[RawRecord]:
     """One row per request key, in a canonical order (so everything downstream is stable).
 
-    The same rows as ``latest_rows(read_raw(paths).to_pylist())`` sorted by (engine, key), but
-    streamed batch by batch: superseded attempts are dropped as they are read, and the rows
-    kept are compact read-only ``RawRecord``s, not dicts — a million rows fit in memory. The
-    loop is ``latest_rows`` inlined on the value tuples (``benchmarks/scale.py``: the per-row
-    Mapping lookups and a sort on (engine, key) tuples were a third of the read time).
+    The same rows as ``latest_rows(read_raw(paths).to_pylist())`` sorted by (engine, key): the
+    ok one if any (the first ok read wins), else the latest attempt (ties: the first read).
+    The choice is made column-wise in Arrow on the four columns it needs (a sort on key, ok
+    first, then finished_at descending, then read order; the first row of each key wins);
+    the rows are ``LatestRecord``s over columns read only when first asked for. At a million
+    rows the row-by-row reader this replaced held ~1.2 KB of Python objects a row, now ~0.1 KB
+    plus the columns the suite reads. ``batch_rows`` is kept for callers; reading is per part.
     """
-    key_i, status_i, fin_i, eng_i = (
-        _INDEX["request_key"],
-        _INDEX["status"],
-        _INDEX["finished_at"],
-        _INDEX["engine"],
+    import numpy as np
+    import pyarrow.compute as pc
+
+    schema = pa.schema([RAW_SCHEMA.field(c) for c in _SELECT])
+    tables = []
+    for p in paths:
+        try:
+            pf = pq.ParquetFile(p)
+            missing = set(_COLUMNS) - set(pf.schema_arrow.names)
+            if missing:
+                raise _corrupt(p, f"no column {sorted(missing)[0]!r}")
+            t = pf.read(columns=list(_SELECT)).select(list(_SELECT))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise _corrupt(p, e) from e
+        tables.append(t.cast(schema) if t.schema != schema else t)
+    n = sum(t.num_rows for t in tables)
+    if n == 0:
+        return []
+    t = pa.concat_tables(tables)
+    ok = pc.fill_null(pc.equal(t["status"], "ok"), False)
+    rank = pa.table(
+        {
+            "k": t["request_key"],
+            "ok": ok,
+            "fin": pc.if_else(ok, "", t["finished_at"]),  # among ok rows only read order counts
+            "pos": pa.array(np.arange(n, dtype=np.int64)),
+        }
     )
-    best: dict[str, tuple[Any, ...]] = {}
-    for cols in _column_batches(paths, batch_rows):
-        for values in zip(*cols, strict=True):
-            k = values[key_i]
-            cur = best.get(k)
-            if cur is None:
-                best[k] = values
-            elif cur[status_i] == "ok":
-                continue  # an ok answer is final: the first one wins
-            elif values[status_i] == "ok" or values[fin_i] > cur[fin_i]:
-                best[k] = values  # else the latest attempt (ties: the first read)
-    by_engine: dict[str, list[str]] = {}
-    for k, values in best.items():
-        by_engine.setdefault(values[eng_i], []).append(k)
-    out: list[RawRecord] = []
-    for eng in sorted(by_engine):
-        out.extend(RawRecord(best[k]) for k in sorted(by_engine[eng]))
-    return out
+    order = pc.sort_indices(
+        rank,
+        sort_keys=[
+            ("k", "ascending"),
+            ("ok", "descending"),
+            ("fin", "descending"),
+            ("pos", "ascending"),
+        ],
+    )
+    keys = pc.take(t["request_key"], order)
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        same = pc.equal(keys.slice(1), keys.slice(0, n - 1))
+        first[1:] = ~np.asarray(pc.fill_null(same, False).combine_chunks(), dtype=bool)
+    chosen = np.asarray(order)[first]
+    by = pa.table(
+        {
+            "e": pc.take(t["engine"], pa.array(chosen)),
+            "k": pc.take(t["request_key"], pa.array(chosen)),
+        }
+    )
+    final = chosen[np.asarray(pc.sort_indices(by, [("e", "ascending"), ("k", "ascending")]))]
+    cols = _LatestColumns(paths, [tb.num_rows for tb in tables], final)
+    return [LatestRecord(cols, i) for i in range(len(final))]

@@ -13,7 +13,7 @@ stored reply. Judge calls and contamination-probe rows are not answers and get n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval.canonical import compact
@@ -41,7 +41,18 @@ def grade_rows(
 ) -> list[dict[str, Any]]:
     """Graded rows. ``swap_tasks[variant][id]`` grades ``probe/swap/{variant}`` rows;
     ``verdicts[(engine, condition, item, repeat)]`` is a judge's reply on that answer."""
-    out: list[dict[str, Any]] = []
+    return list(iter_rows(tasks, rows, swap_tasks=swap_tasks, verdicts=verdicts))
+
+
+def iter_rows(
+    tasks: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    swap_tasks: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    verdicts: Mapping[tuple[str, str, str, int], str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``grade_rows``'s rows one at a time: the grade stage takes them into columns as they
+    come, so a million answers are never four million dicts at once."""
     for r in rows:
         cond = str(r["condition"])
         if cond.startswith(("judge/", "probe/contamination/")):
@@ -59,7 +70,7 @@ def grade_rows(
             "status": r["status"],
         }
         if r["status"] != "ok":
-            out.append(
+            yield (
                 base
                 | {
                     "grader": "-",
@@ -81,7 +92,7 @@ def grade_rows(
         for name in names:
             g = graders.get(name)
             res = g(dict(task) | {"judge_output": judged or ""}, answer)
-            out.append(
+            yield (
                 base
                 | {
                     "grader": g.name,
@@ -92,4 +103,3 @@ def grade_rows(
                     "details": compact(dict(res.details)),
                 }
             )
-    return out
