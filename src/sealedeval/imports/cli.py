@@ -52,6 +52,11 @@ def _write(cfg: Any, loaded: list[Any]) -> int:
             print(f"{out.path}: already imported into {where} (same sha256); nothing written")
         else:
             print(f"{out.path}: {out.rows} rows ({out.ok} ok, {out.error} error) → {where}")
+            if out.predating:
+                print(
+                    f"  note: {out.predating} of {out.rows} samples started before the seal: "
+                    f"{out.suite} is not pre-registered (samples predate the seal)"
+                )
     return 0
 
 

@@ -6,6 +6,7 @@ with one line naming the file, and no part or ledger entry is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -160,6 +161,44 @@ class Outcome:
     ok: int
     error: int
     noop: bool
+    predating: int = 0
+
+
+def _ts(iso: str) -> float:
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def seal_time(root: Path, commit: str) -> float:
+    """When the seal provably existed: its commit's date, or the RFC 3161 token's time when a
+    token over rubric.lock is present and later (a sample must start after both)."""
+    from sealedeval.seal import git, timestamp
+
+    t = float(git.commit_time(root, commit))
+    if (root / timestamp.TSR_NAME).exists():
+        # an unreadable token is the audit's to report, not the import's
+        with contextlib.suppress(UserError):
+            t = max(t, timestamp.token_info(root / timestamp.TSR_NAME).time.timestamp())
+    return t
+
+
+def mark_predating(root: Path, rows: Sequence[dict[str, Any]]) -> int:
+    """Rows of a sealed suite whose sample started before the seal are not pre-registered: the
+    harness ran before the rubric was fixed. They keep the seal's hash and commit (what they
+    were imported under) but ``sealed`` becomes False; the count is returned and ledgered, and
+    the suite reads "not pre-registered: samples predate the seal". Git's commit date has whole
+    seconds, so a sample in the seal's own second counts as after it."""
+    times: dict[str, float] = {}
+    n = 0
+    for r in rows:
+        commit = str(r.get("seal_commit") or "")
+        if not r.get("sealed") or not commit:
+            continue
+        if commit not in times:
+            times[commit] = seal_time(root, commit)
+        if _ts(str(r["started_at"])) < times[commit]:
+            r["sealed"] = False
+            n += 1
+    return n
 
 
 def already_imported(root: Path, ing: Ingest) -> bool:
@@ -192,6 +231,7 @@ def write(cfg: Config, ing: Ingest) -> Outcome:
     ok = sum(1 for r in ing.rows if r["status"] == "ok")
     if already_imported(cfg.root, ing):
         return Outcome(ing.path, ing.suite, ing.engine, 0, 0, 0, True)
+    predating = mark_predating(cfg.root, ing.rows)
     started = now_iso()
     out_dir = raw_dir(cfg.root, ing.suite, ing.engine)
     writer = RawWriter(out_dir, flush_rows=max(len(ing.rows), 1), flush_s=1e9)
@@ -218,7 +258,8 @@ def write(cfg: Config, ing: Ingest) -> Outcome:
             "model": ing.model,
             "rubric_sha256": first.get("rubric_sha256", ""),
             "seal_commit": first.get("seal_commit", ""),
-            "sealed": bool(first.get("sealed", False)),
+            "sealed": bool(ing.rows) and all(r["sealed"] for r in ing.rows),
+            "predating_seal": predating,
             "config_sha256": suite_config_sha256(cfg, ing.suite),
             "shard": [0, 1],
             "planned": len(ing.rows),
@@ -235,7 +276,9 @@ def write(cfg: Config, ing: Ingest) -> Outcome:
             "finished_at": now_iso(),
         },
     )
-    return Outcome(ing.path, ing.suite, ing.engine, len(ing.rows), ok, len(ing.rows) - ok, False)
+    return Outcome(
+        ing.path, ing.suite, ing.engine, len(ing.rows), ok, len(ing.rows) - ok, False, predating
+    )
 
 
 def write_all(cfg: Config, ingests: Sequence[Ingest]) -> list[Outcome]:

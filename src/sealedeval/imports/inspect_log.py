@@ -71,6 +71,41 @@ def _dump(obj: Any) -> Any:
     return obj
 
 
+def _provenance(p: Any) -> dict[str, Any]:
+    ts = getattr(p, "timestamp", None)
+    return {
+        "author": str(getattr(p, "author", "") or ""),
+        "reason": str(getattr(p, "reason", "") or ""),
+        "timestamp": iso_utc(ts.isoformat() if ts is not None else None, ""),
+    }
+
+
+def _score_edits(score: Any) -> list[dict[str, Any]]:
+    """A score's edit history as Inspect records it (``Score.history``: each ``ScoreEdit`` with
+    the new value and its provenance — who, why, when). Inspect applies edits in place, so the
+    log alone shows only the final value; the history is the evidence, listed in the report."""
+    out = []
+    before: Any = None
+    for e in getattr(score, "history", None) or []:
+        value = _dump(getattr(e, "value", None))
+        prov = getattr(e, "provenance", None)
+        if prov is not None:  # the first entry (no provenance) is the scorer's own value
+            out.append({"from": before, "value": value, **_provenance(prov)})
+        before = value
+    return out
+
+
+def _log_updates(log: Any) -> list[dict[str, Any]]:
+    """Log-level edits (``EvalLog.log_updates``: tags and metadata changed after the run)."""
+    return [
+        {
+            "edits": [str(getattr(e, "type", "edit")) for e in (getattr(u, "edits", None) or [])],
+            **_provenance(getattr(u, "provenance", None)),
+        }
+        for u in (getattr(log, "log_updates", None) or [])
+    ]
+
+
 def _messages(sample_input: Any) -> list[dict[str, Any]]:
     if isinstance(sample_input, str):
         return [{"role": "user", "content": sample_input}]
@@ -142,6 +177,7 @@ def convert(
             "log_version": log.version,
             "generate_config": cfg_dump,
             "headline": headline(log),
+            "log_updates": _log_updates(log),
         }
     )
     identity = compact({"harness": HARNESS, "model": model, "model_base_url": ev.model_base_url})
@@ -174,6 +210,7 @@ def convert(
                 "answer": sc.answer,
                 "explanation": sc.explanation,
                 "edited": bool(getattr(sc, "history", None)),
+                "edits": _score_edits(sc),
             }
             for name, sc in (s.scores or {}).items()
         }

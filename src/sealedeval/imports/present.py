@@ -23,6 +23,38 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         f"Imported from {harness} logs; our numbers are recomputed from the logs' samples.",
         "",
     ]
+    pre = an.get("pre_registration") or {}
+    if pre:
+        out.append(
+            f"**{pre['status']}** — {pre['after_seal']} of {pre['samples']} samples started "
+            f"after the seal"
+            + (
+                f"; {pre['predating_seal']} before it (first sample {pre['first_sample_at']})"
+                if pre.get("predating_seal")
+                else ""
+            )
+            + "."
+        )
+        out.append("")
+    edits = list(an.get("log_edits") or [])
+    if edits:
+        out += [
+            f"**{len(edits)} edit(s) recorded in the logs** (applied in place by the harness; "
+            "the numbers below include them):",
+            "",
+        ]
+        for e in edits:
+            what = (
+                f"{e['engine']} sample {e['sample']} epoch {e['epoch']} {e['scorer']}: "
+                f"{e.get('from')!r} → {e.get('value')!r}"
+                if "sample" in e
+                else f"{e['engine']} log {e.get('log')}: {e.get('update')}"
+            )
+            out.append(
+                f"- {what} by {e.get('author') or 'unknown'} at {e.get('timestamp') or '?'}"
+                + (f" ({e['reason']})" if e.get("reason") else "")
+            )
+        out.append("")
     rows = [
         [
             eng,

@@ -67,6 +67,65 @@ def _params(row: Row) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _pre_registration(rows: Sequence[Row]) -> dict[str, Any]:
+    """Whether the harness ran after the seal. At import, a sample of a sealed suite that
+    started before the seal's commit (or its RFC 3161 time) keeps the seal's commit but is
+    marked unsealed (``ingest.mark_predating``); the audit verifies the claim."""
+    n = len(rows)
+    sealed = sum(1 for r in rows if r["sealed"])
+    predating = sum(1 for r in rows if not r["sealed"] and r["seal_commit"])
+    if n and sealed == n:
+        status = "pre-registered: every sample started after the seal"
+    elif predating:
+        status = "not pre-registered: samples predate the seal"
+    else:
+        status = "not pre-registered: imported into a project with no committed seal"
+    starts = sorted(str(r["started_at"]) for r in rows)
+    return {
+        "status": status,
+        "samples": n,
+        "after_seal": sealed,
+        "predating_seal": predating,
+        "seal_commits": sorted({str(r["seal_commit"]) for r in rows} - {""}),
+        "first_sample_at": starts[0] if starts else "",
+        "last_sample_at": starts[-1] if starts else "",
+    }
+
+
+def _log_edits(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Every edit the logs record: score edits per (engine, sample, epoch, scorer) with their
+    provenance, and log-level updates once per log. Inspect applies both in place, so these
+    are the only trace that a number in the log is not the one its scorer produced."""
+    out: list[dict[str, Any]] = []
+    logs: set[tuple[str, str]] = set()
+    for r in rows:
+        for name, sc in sorted((_response(r).get("scores") or {}).items()):
+            for e in (sc.get("edits") or []) if isinstance(sc, Mapping) else []:
+                out.append(
+                    {
+                        "engine": str(r["engine"]),
+                        "sample": str(r["item_id"]),
+                        "epoch": int(r["repeat"]) + 1,
+                        "scorer": str(name),
+                        **{k: e.get(k) for k in ("from", "value", "author", "reason", "timestamp")},
+                    }
+                )
+        p = _params(r)
+        key = (str(r["engine"]), str(p.get("log_sha256", "")))
+        if p.get("log_updates") and key not in logs:
+            logs.add(key)
+            for u in p["log_updates"]:
+                out.append(
+                    {
+                        "engine": key[0],
+                        "log": str(p.get("log", "")),
+                        "update": ", ".join(u.get("edits") or []),
+                        **{k: u.get(k) for k in ("author", "reason", "timestamp")},
+                    }
+                )
+    return sorted(out, key=lambda d: json.dumps(d, sort_keys=True, default=str))
+
+
 class ImportedSuite:
     """A suite of imported rows. ``root`` is the project root."""
 
@@ -269,6 +328,8 @@ class ImportedSuite:
             "comparisons": comparisons,
             "headline_match": not mismatches,
             "headline_mismatches": mismatches,
+            "pre_registration": _pre_registration(rows),
+            "log_edits": _log_edits(rows),
             "metrics": metrics,
         }
 
