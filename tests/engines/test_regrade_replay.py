@@ -28,6 +28,7 @@ import pytest
 import yaml
 from tests.conftest import git, sealedeval
 
+from sealedeval.config import _merge
 from sealedeval.run.regrade import suite_overlay
 from sealedeval.store import ledger
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
@@ -323,10 +324,14 @@ def test_the_overlay_puts_the_replay_in_the_source_engines_place() -> None:
         "engines": ["local-replay", "reference"],
         "compare": ["local-replay", "reference"],
         "branch_engines": ["local-replay", "reference"],
-        "judge": {"engines": ["local-replay", "reference"], "variants": ["v1"]},
-        "probes": {"engines": ["local-replay"], "attribute_swap": {"branch": "A"}},
-        "cohorts": {"local": "curated", "reference": "all", "local-replay": "curated"},
+        "judge": {"engines": ["local-replay", "reference"]},  # only what changed: it merges
+        "probes": {"engines": ["local-replay"]},
+        "cohorts": {"local-replay": "curated"},
     }
+    merged = _merge(GOLDEN_SECTION, over)  # as load_config merges the overlay file
+    assert merged["judge"] == {"engines": ["local-replay", "reference"], "variants": ["v1"]}
+    assert merged["engine_options"] == GOLDEN_SECTION["engine_options"]
+    assert merged["profile"] == "local" and merged["repeats"] == 3
     # the source's rows stay: it keeps its place in engines, the replay beside it
     kept = suite_overlay(GOLDEN_SECTION, "local", "local-replay", keep=True)
     assert kept["engines"] == ["local", "local-replay", "reference"]

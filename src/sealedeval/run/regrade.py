@@ -174,8 +174,21 @@ def suite_overlay(section: Mapping[str, Any], old: str, new: str, *, keep: bool)
         else:
             value = _renamed(value, old, new, keep=False)
         if value != section[key]:
-            out[key] = value
+            out[key] = _changed(section[key], value)
     return out
+
+
+def _changed(before: Any, after: Any) -> Any:
+    """What the overlay must say to turn ``before`` into ``after`` when merged over it: in a
+    mapping only the entries that changed (the merge keeps the rest); anything else whole
+    (a list replaces a list)."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        return {
+            k: _changed(before.get(k), v)
+            for k, v in after.items()
+            if k not in before or before[k] != v
+        }
+    return after
 
 
 def _other_hashes(files: Sequence[Path], current: str) -> list[str]:
