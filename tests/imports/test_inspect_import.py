@@ -309,3 +309,12 @@ def test_real_token_limited_samples_are_error_rows(sealed: Path) -> None:
     assert len(rows) == 5
     assert {(r["status"], r["error_kind"]) for r in rows} == {("error", "limit_token")}
     assert json.loads(rows[0]["response"])["scores"]["match"]["value"] == "I"
+    # Inspect counts them (accuracy 0.0); recomputed its way from the samples, so do we — the
+    # headline check holds, and our own accuracy excludes them (no ok sample: none)
+    assert cli.main(["publish", "--root", str(sealed)]) == 0
+    an = json.loads((sealed / "results" / "result.json").read_text())["suites"]["mytask"][
+        "analysis"
+    ]
+    (h,) = an["engines"]["mockllm-model"]["headline"]
+    assert (h["harness"], h["ours"], h["match"]) == (0.0, 0.0, True)
+    assert h["ours_excluding_errors"] is None and an["headline_match"]

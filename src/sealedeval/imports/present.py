@@ -78,6 +78,14 @@ def render(name: str, section: Mapping[str, Any]) -> str:
                     f"- {eng}/{h['scorer']}: {harness} counted "
                     f"{_counts(c['harness'])} (passed / failed / error); ours {_counts(c['ours'])}"
                 )
+    for eng, e in sorted((an.get("engines") or {}).items()):
+        for h in e.get("headline") or []:
+            if "ours_excluding_errors" in h:
+                out.append(
+                    f"- {eng}/{h['scorer']}: {harness} scores some samples we keep as error rows "
+                    f"(limits); recomputed its way {num(h['ours'])}, ours without them "
+                    f"{num(h['ours_excluding_errors'])}"
+                )
     if any(h.get("counts") for e in (an.get("engines") or {}).values() for h in e["headline"]):
         out.append("")
     for m in an.get("headline_mismatches") or []:

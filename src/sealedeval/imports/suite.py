@@ -67,6 +67,19 @@ def _params(row: Row) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _scored_mean(rows: Sequence[Row], name: str) -> float | None:
+    """Mean over samples of the epoch mean of scorer ``name``, over every row whose log holds
+    a numeric score for it, whatever our status (the harness's own estimator)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        sc = (_response(r).get("scores") or {}).get(name)
+        num = scores.to_float(sc.get("value")) if isinstance(sc, Mapping) else None
+        if num is not None and not math.isnan(num):
+            values[str(r["item_id"])].append(num)
+    means = [sum(v) / len(v) for v in values.values()]
+    return sum(means) / len(means) if means else None
+
+
 def _pre_registration(rows: Sequence[Row]) -> dict[str, Any]:
     """Whether the harness ran after the seal. At import, a sample of a sealed suite that
     started before the seal's commit (or its RFC 3161 time) keeps the seal's commit but is
@@ -428,14 +441,22 @@ class ImportedSuite:
                 reported = head.get("metrics", {}).get("accuracy")
                 if reported is None:
                     continue
-                same = ours is not None and abs(float(reported) - ours) <= self.tolerance
+                # recomputed the harness's way: every sample the log scored, including the
+                # ones we keep as error rows (Inspect scores a token-limited sample I and
+                # counts it); our own accuracy above leaves those out
+                theirs_way = _scored_mean(rows, name)
+                same = theirs_way is not None and abs(float(reported) - theirs_way) <= (
+                    self.tolerance
+                )
                 entry_h = {
                     "scorer": name,
-                    "ours": ours,
+                    "ours": theirs_way,
                     "harness": reported,
                     "match": same,
                     "log": h["log_sha256"],
                 }
+                if theirs_way != ours:
+                    entry_h["ours_excluding_errors"] = ours
                 if isinstance(head.get("counts"), Mapping):
                     # a harness that reports counts per run (promptfoo): its rate is pooled
                     # over the runs (repeats included), and passed / failed / errored runs
