@@ -30,6 +30,7 @@ from sealedeval.engines.base import Attachment, EngineError, Request
 from sealedeval.engines.kantesti import KantestiEngine
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
+from sealedeval.suites.bloodpanel.locales import render_rows
 from sealedeval.suites.bloodpanel.pdf import attachment, render_pdf
 from sealedeval.suites.bloodpanel.prompts import leak_check, parse_report
 from sealedeval.suites.bloodpanel.rubric import grade_case
@@ -67,9 +68,12 @@ def test_pdf_carries_the_panel_and_nothing_of_the_answer_key(curated: list[Case]
         text = pdf_text(data)
         assert case.case_uid in text
         assert f"{case.age} years" in text
-        for row in case.panel:
+        # Values, units and ranges as printed for the case's label (locales), as in the prompt.
+        for row in render_rows(case):
             assert row.analyte in text, (case.case_id, row.analyte)
-            assert f"{row.value:g}" in text, (case.case_id, row.analyte, row.value)
+            value = rf"(?<![\d.,]){re.escape(row.value)}(?![\d.,])"
+            assert re.search(value, text), (case.case_id, row.analyte, row.value)
+            assert row.unit in text and row.ref in text, (case.case_id, row.analyte)
         # The same leak check every chat prompt passes: ids, title, "trap", keywords, flags,
         # scoring systems, archetype and specialty may not appear beyond the table's own cells.
         leak_check(case, [{"role": "user", "content": text}])

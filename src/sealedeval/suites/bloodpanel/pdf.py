@@ -19,20 +19,17 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from sealedeval.engines.base import Attachment
+from sealedeval.suites.bloodpanel import locales
+from sealedeval.suites.bloodpanel.cases import UNKNOWN_LABEL, make_row
 
 MEDIA_TYPE: Final = "application/pdf"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
 
 
 def render_pdf(item: Mapping[str, Any]) -> bytes:
     """A laboratory-report PDF of a bloodpanel item (``Case.to_record`` fields).
 
-    Reads only ``case_uid``, ``age``, ``sex`` and ``panel_json`` — nothing of the answer key.
+    Reads only ``case_uid``, ``age``, ``sex``, ``label`` and ``panel_json`` — nothing of the
+    answer key.
     Deterministic (reportlab invariant mode: no timestamps, fixed document id).
     """
     from reportlab.lib import colors
@@ -86,7 +83,13 @@ def render_pdf(item: Mapping[str, Any]) -> bytes:
     )
     story += [info, Spacer(1, 12), Paragraph("TEST RESULTS", h1)]
     rows = [["Test Parameter", "Result", "Unit", "Reference Range"]]
-    rows += [[str(r["analyte"]), _fmt(r["value"]), str(r["unit"]), str(r["ref"])] for r in panel]
+    # Values, decimal symbol and units as the chat prompt prints them for the label (locales);
+    # the words stay English: the PDF's Helvetica has no Arabic or CJK glyphs, and the kantesti
+    # engine's own ``language`` option sets the answer's language.
+    loc = locales.locale_of(str(item.get("label") or UNKNOWN_LABEL))
+    for r in panel:
+        pr = locales.render_row(make_row(r["analyte"], r["value"], r["unit"], r["ref"]), loc)
+        rows.append([pr.analyte, pr.value, pr.unit, pr.ref])
     results = Table(rows, colWidths=[7.5 * cm, 2.8 * cm, 2.4 * cm, 3.5 * cm], repeatRows=1)
     results.setStyle(
         TableStyle(

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sealedeval.graders.jsonparse import fenced_blocks, loads_object
+from sealedeval.suites.bloodpanel import locales
 from sealedeval.suites.bloodpanel.cases import Case
 from sealedeval.suites.bloodpanel.layout import LAYOUT, SECTION_CODES
 from sealedeval.suites.bloodpanel.matching import normalize, term_matcher
@@ -129,28 +130,34 @@ SYSTEM: Final = (
 """Shared instructions (identical for every case, so a prompt cache can reuse them)."""
 
 
-def _fmt_value(x: float) -> str:
-    return f"{x:g}"
-
-
 def render_table(case: Case) -> str:
-    """The results as a markdown table (analyte, result, unit, reference range)."""
-    rows = ["| Analyte | Result | Unit | Reference range |", "|---|---:|---|---|"]
-    rows += [f"| {r.analyte} | {_fmt_value(r.value)} | {r.unit} | {r.ref} |" for r in case.panel]
+    """The results as a markdown table (analyte, result, unit, reference range), printed for
+    the case's label (``locales``: header language, decimal symbol, units)."""
+    head = locales.scaffold(case).header
+    rows = ["| " + " | ".join(head) + " |", "|---|---:|---|---|"]
+    rows += [f"| {r.analyte} | {r.value} | {r.unit} | {r.ref} |" for r in locales.render_rows(case)]
     return "\n".join(rows)
 
 
 def messages(case: Case) -> list[dict[str, str]]:
-    """Chat messages for ``case``: shared system prompt, then request id, age, sex and table."""
+    """Chat messages for ``case``: shared system prompt, then request id, age, sex and table,
+    in the case's label's language (``locales``; a ``ZZ`` or US case renders in English with
+    conventional units, as before locale rendering)."""
+    sc = locales.scaffold(case)
+    sex = sc.female if case.sex == "female" else sc.male
     user = (
-        f"Request {case.case_uid}\nAge: {case.age} years\nSex: {case.sex}\n\n{render_table(case)}"
+        f"{sc.request} {case.case_uid}\n{sc.age.format(age=case.age)}\n"
+        f"{sc.sex.format(sex=sex)}\n\n{render_table(case)}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 def _data_text(case: Case) -> str:
-    """Text the engine must see: the table cells (analyte names may equal answer-key terms)."""
-    return normalize("\n".join(f"{r.analyte} | {r.unit} | {r.ref}" for r in case.panel))
+    """Text the engine must see: the table cells as printed (analyte names may equal answer-key
+    terms)."""
+    return normalize(
+        "\n".join(f"{r.analyte} | {r.unit} | {r.ref}" for r in locales.render_rows(case))
+    )
 
 
 def leak_check(case: Case, msgs: Sequence[Mapping[str, Any]]) -> None:

@@ -236,6 +236,7 @@ class BloodpanelSuite:
             "pdf",
             "cues",
             "battery",
+            "locales",
         )
         # Not sealed: the reference interpreter (``reference/``) is an engine's answerer, the
         # ceiling, not the rubric (editing it must not re-seed every synthetic case), and
