@@ -107,6 +107,10 @@ def main() -> int:
             # engines.*.fail_on_error) and central schema; the suites' sections are the same
             shutil.rmtree(old / "config")
             shutil.copytree(old_src / "config", old / "config")
+            # this code's data files (a rubric input added since the project's commit would
+            # stop its seal); the raw runs stay the project's
+            shutil.rmtree(new / "data")
+            shutil.copytree(REPO / "data", new / "data")
             # each copy sealed by the code that runs it: the project's lock is from the code
             # that ran the calls, and a later (or earlier) code's analysis inputs differ from it
             for root, env in ((new, env_new), (old, env_old)):
