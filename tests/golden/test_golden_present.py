@@ -4,7 +4,7 @@ publish rendered before the move.
 The expected outputs under ``tests/golden/fixtures/`` were generated once by the pre-redesign
 code (commit fbf23e5: ``sealedeval.publish.golden_md.render`` and golden's entries of the old
 ``sealedeval.publish.figures.specs`` registry) with ``fixtures/make_present_fixture.py``, from
-``tests/publish/result_all.json``'s ``suites.golden`` section: ``golden_report.md`` is the
+``tests/publish/result_pre_redesign.json``'s ``suites.golden`` section: ``golden_report.md`` is the
 section's Markdown and ``golden_figures.json`` holds each figure's caption and the sha256 of its
 PNG and SVG bytes (``render_bytes(spec.draw(), fmt)``). The hooks must reproduce them byte for
 byte.
@@ -29,7 +29,7 @@ GOLDEN = ROOT / "src" / "sealedeval" / "suites" / "golden"
 
 
 def _section() -> dict[str, Any]:
-    result = json.loads((ROOT / "tests/publish/result_all.json").read_text(encoding="utf-8"))
+    result = json.loads((ROOT / "tests/publish/result_pre_redesign.json").read_text(encoding="utf-8"))
     section: dict[str, Any] = result["suites"]["golden"]
     return section
 

@@ -3,7 +3,7 @@
 The expected outputs under ``fixtures/`` were generated once by the pre-redesign code
 (``sealedeval.publish.grounding_md.render`` and the figure planner registered for grounding in
 ``sealedeval.publish.figures``, drawn with ``render_bytes``) from ``suites.grounding`` of
-``tests/publish/result_all.json``: ``present_report.md`` is the report section's text and
+``tests/publish/result_pre_redesign.json``: ``present_report.md`` is the report section's text and
 ``present_figures.json`` each figure's name, caption and the sha256 of its PNG and SVG bytes.
 Moving the presentation into the suite (``GroundingSuite.report_sections`` / ``figures``) must
 not change a byte of what publish writes.
@@ -23,7 +23,7 @@ from sealedeval.render.figures import FORMATS, render_bytes
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
-RESULT = HERE.parent / "publish" / "result_all.json"
+RESULT = HERE.parent / "publish" / "result_pre_redesign.json"
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,9 @@ HERE = Path(__file__).parent
 RESULT: dict[str, Any] = json.loads((HERE / "result_all.json").read_text())
 
 EXPECTED = {
-    "golden": {"accuracy", "branches", "passk", "runs", "judge"},
+    "golden": {"accuracy", "branches", "passk", "runs", "judge", "comparisons"},
     "bloodpanel": {"composite", "specialty", "labels", "repeats"},
-    "grounding": {"track_a", "track_b"},
+    "grounding": {"track_a", "track_b", "comparisons"},
 }
 
 
@@ -159,7 +159,7 @@ def test_write_figures_removes_stale_and_skips_unregistered(
     (tmp_path / "results/figures/stale_old.png").write_bytes(b"x")
     out = figures.write_figures(tmp_path, r)
     assert [p.name for p in out] == [
-        f"grounding_{n}.{x}" for n in ("track_a", "track_b") for x in ("png", "svg")
+        f"grounding_{n}.{x}" for n in ("comparisons", "track_a", "track_b") for x in ("png", "svg")
     ]
     assert all(p.read_bytes() == built[p.name] for p in out)
     assert not (tmp_path / "results/figures/stale_old.png").exists()
