@@ -37,7 +37,23 @@ Reading is Python-bound (column → objects), so layout moves it by ~10 %: many 
 cost a file open and footer each; one huge part gains nothing. Batches of 65,536 rows bound
 Arrow's share of memory whatever the layout.
 
-Targets (issue #7): under 2 minutes and under 2 GB for 1,000,000 rows.
+Targets (issue #7, issue #11 for the whole build): under 2 minutes and under 2 GB for
+1,000,000 rows.
+
+Measured (``python benchmarks/scale.py``, 1,000,000 rows, 2-core machine at load ~1-2,
+2026-12-01):
+
+    before (2b8ff32): harness 8.0 s, 1,347 MB; whole build 110.4 s, peak RSS 5,617 MB
+        (golden grade 47 s, graded-table round trip 23 s, golden analyze 14 s; idle machine)
+    after (3f56459):  harness 2.2 s,   471 MB; whole build  96.3 s, peak RSS 1,882 MB
+        (grade stage 62.4 s: golden's graders into columns and the sort; normalise 1.6 s;
+        golden analyze 26.1 s)
+
+What moved it: the latest row per key is chosen in Arrow on four columns and the others are
+read only when a suite first asks for them (``store.raw.LatestRecord``), the grade stage takes
+a suite's rows into columns as it yields them (``stages.artifacts.GradedRows``, golden's
+``iter_grade``), and the graded round trip is a per-column type check. The analysis is slower
+per row than over dicts (a row is a view: ~26 s against 14 s), the price of the memory.
 """
 
 from __future__ import annotations
