@@ -71,7 +71,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
         return _stamp_ledger_head(args, root)
     names = sorted(cfg.data.get("suites", {}))
     designs = design.kept_designs(root)
-    designs[design.profile_key(cfg.sources)] = design.profile_design(cfg, names)
+    designs[design.profile_key(cfg.sources)] = design.profile_design(cfg, cfg.enabled_suites())
     doc = lock.write(root, {n: get_suite(n).rubric_inputs() for n in names}, designs)
     for name, entry in doc["suites"].items():
         print(f"{name}: {len(entry['files'])} inputs, sha256 {entry['sha256']}")
