@@ -27,8 +27,8 @@ Measured on the default profile's raw runs (a fresh clone's, 2026-12-01, load ~2
 
 Per stage command the start-up fell by ~0.75 s (pyarrow's pandas probe, ``store/arrow.py``)
 and one process per suite grades and analyses. What is left is mostly drawing: publish and
-figures each render the figures (most of publish's 7.9 s is report.html's SVGs), and ``lock.check`` hashes every sealed input
-twice per generate (~0.4 s).
+figures each render the figures (most of publish's 7.9 s is report.html's SVGs), and
+``lock.check`` hashes every sealed input twice per generate (~0.4 s).
 """
 
 from __future__ import annotations
