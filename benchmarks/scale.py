@@ -48,6 +48,8 @@ Measured (``python benchmarks/scale.py``, 1,000,000 rows, 2-core machine at load
     after (3f56459):  harness 2.2 s,   471 MB; whole build  96.3 s, peak RSS 1,882 MB
         (grade stage 62.4 s: golden's graders into columns and the sort; normalise 1.6 s;
         golden analyze 26.1 s)
+    again at c3f3d6e (load < 1): harness 2.4 s, 523 MB; whole build 94.5 s, 1,815 MB
+        (grade stage 67.3 s, golden analyze 19.6 s)
 
 What moved it: the latest row per key is chosen in Arrow on four columns and the others are
 read only when a suite first asks for them (``store.raw.LatestRecord``), the grade stage takes
