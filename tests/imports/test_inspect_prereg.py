@@ -160,3 +160,48 @@ def test_a_task_sealed_before_it_ran_is_pre_registered_and_score_edits_are_liste
     assert "mockllm-model sample s3 epoch 1 match: 'I' → 'C' by reviewer" in md
     rc, checks = _audit(root, capsys)
     assert rc == 0, [c for c in checks.items() if not c[1].startswith("PASS")]
+
+
+CLUSTER_TASK = TASK.replace(
+    'Sample(id=f"s{i}", input=f"q{i}", target=t)',
+    'Sample(id=f"s{i}", input=f"q{i}", target=t, metadata={"passage": "p" + str(i // 2)})',
+)
+
+
+def test_clustered_interval_and_cost_per_solved_sample(tmp_path: Path) -> None:
+    """``cluster_by: metadata.passage``: s0-s1, s2-s3 and s4 share passages; the interval is
+    the cluster-robust one over those three clusters, and cost/latency are per solved sample."""
+    from sealedeval import stats
+
+    config = CONFIG.replace(
+        "    sources: [tasks/mytask.py]",
+        "    sources: [tasks/mytask.py]\n    cluster_by: metadata.passage",
+    )
+    root = tmp_path / "proj"
+    (root / "config").mkdir(parents=True)
+    (root / "tasks").mkdir()
+    (root / "config" / "config.yaml").write_text(config)
+    (root / "tasks" / "mytask.py").write_text(CLUSTER_TASK)
+    (root / ".gitignore").write_text("/results/\n/logs/\n__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    assert cli.main(["seal", "--root", str(root)]) == 0
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "seal")
+    logs = [str(run_inspect(root, m)) for m in ("mockllm/model", "mockllm/model2")]
+    assert sealedeval_import(root, *logs) == 0
+    an = _publish(root)["suites"]["mytask"]["analysis"]
+    e = an["engines"]["mockllm-model"]
+    c = e["clustered"]
+    solved = [1.0, 1.0, 1.0, 0.0, 1.0]  # model: right on s0 s1 s2 s4
+    want = stats.clustered_se(solved, ["p0", "p0", "p1", "p1", "p2"])
+    assert (c["by"], c["clusters"], c["without_field"]) == ("metadata.passage", 3, 0)
+    assert c["rate"] == pytest.approx(0.8) and c["se"] == pytest.approx(want)
+    assert c["se"] != pytest.approx(stats.clustered_se(solved, list(range(5))))  # clusters count
+    assert c["lo"] == pytest.approx(max(0.0, 0.8 - stats.Z_95 * want))
+    rows = [r for r in latest_records(raw_files(root, "mytask")) if r["engine"] == "mockllm-model"]
+    p = e["per_solved"]
+    assert p["solved"] == 4
+    assert p["latency_per_solved_s"] == pytest.approx(sum(r["latency_s"] for r in rows) / 4)
+    assert p["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows))
+    names = {m["metric"] for m in an["metrics"]}
+    assert {"accuracy_clustered", "cost_per_solved", "latency_per_solved"} <= names

@@ -29,12 +29,21 @@ from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.imports import scores
 from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
-from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
+from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
 
 Row = Mapping[str, Any]
 SPEC_DIR = ".sealedeval"
-SEALED_KEYS = ("harness", "sources", "scorer", "threshold", "reduce", "comparisons", "tolerance")
+SEALED_KEYS = (
+    "harness",
+    "sources",
+    "scorer",
+    "threshold",
+    "reduce",
+    "comparisons",
+    "tolerance",
+    "cluster_by",
+)
 SOURCES = (
     "pkg:sealedeval/imports/suite.py",
     "pkg:sealedeval/imports/scores.py",
@@ -487,15 +496,94 @@ class ImportedSuite:
                         unit="sample",
                     )
                 )
+        g_primary = {"engine": eng, "scorer": primary}
+        solved = {i: reduce_outcomes(v, self.reduce) for i, v in outcomes.items()}
+        n_solved = sum(solved.values())
+        # cost and latency per solved sample: everything the engine spent (errored and failed
+        # samples included) over the samples it solved — what a correct answer costs
+        cost = sum(float(r["cost_usd"] or 0.0) for r in rows)
+        latency = sum(float(r["latency_s"] or 0.0) for r in rows)
+        n_err = len({str(r["item_id"]) for r in rows} - set(solved))
+        per_solved = {
+            "solved": n_solved,
+            "cost_usd": cost,
+            "latency_s": latency,
+            "cost_per_solved_usd": cost / n_solved if n_solved else None,
+            "latency_per_solved_s": latency / n_solved if n_solved else None,
+        }
+        for key, unit in (("cost_per_solved_usd", "USD"), ("latency_per_solved_s", "s")):
+            metrics.append(
+                point_metric(
+                    key.removesuffix("_usd").removesuffix("_s"),
+                    g_primary | {"unit": unit},
+                    per_solved[key],
+                    len(solved),
+                    n_err,
+                    "sample",
+                    method="total over all rows / samples solved",
+                )
+            )
+        clustered = self._clustered(rows, solved)
+        if clustered is not None:
+            metrics.append(
+                metric(
+                    "accuracy_clustered",
+                    g_primary | {"cluster_by": clustered["by"]},
+                    clustered["rate"],
+                    clustered["lo"],
+                    clustered["hi"],
+                    method=f"cluster-robust SE by {clustered['by']} ({clustered['clusters']} "
+                    "clusters), normal interval",
+                    n_total=len(solved) + n_err,
+                    n_ok=len(solved),
+                    n_error=n_err,
+                    unit="sample",
+                )
+            )
         entry = {
             "model": str(rows[0]["model"]) if rows else "",
             "harness_version": sorted({str(r["harness_version"]) for r in rows}),
             "logs": [h["log_sha256"] for h in harness],
             "scorers": per_scorer,
             "headline": headline,
+            "per_solved": per_solved,
+            "clustered": clustered,
             **status_counts(rows),
         }
         return entry, metrics, outcomes
+
+    def _clustered(self, rows: Sequence[Row], solved: Mapping[str, bool]) -> dict[str, Any] | None:
+        """Accuracy with a cluster-robust interval by the sample field ``cluster_by`` names (a
+        dotted path into the row's response: ``metadata.subject`` for Inspect, ``doc.category``
+        for lm-eval, ``test.vars.topic`` for promptfoo). Samples sharing a cluster (questions
+        on one passage, one subject) are not independent; the naive Wilson interval is too
+        narrow then. A sample without the field is its own cluster, and said so."""
+        by = self.section.get("cluster_by")
+        if not by or not solved:
+            return None
+        of: dict[str, str] = {}
+        for r in rows:
+            item = str(r["item_id"])
+            if item in of:
+                continue
+            value: Any = _response(r)
+            for part in str(by).split("."):
+                value = value.get(part) if isinstance(value, Mapping) else None
+            of[item] = f"={value}" if value is not None else f"(own: {item})"
+        items = sorted(solved)
+        values = [1.0 if solved[i] else 0.0 for i in items]
+        clusters = [of.get(i, f"(own: {i})") for i in items]
+        rate_ = sum(values) / len(values)
+        se = stats.clustered_se(values, clusters)
+        return {
+            "by": str(by),
+            "rate": rate_,
+            "se": se,
+            "lo": max(0.0, rate_ - stats.Z_95 * se),
+            "hi": min(1.0, rate_ + stats.Z_95 * se),
+            "clusters": len(set(clusters)),
+            "without_field": sum(1 for c in clusters if c.startswith("(own")),
+        }
 
 
 def _number(score: Any) -> bool:
