@@ -2,10 +2,11 @@
 
 The expected outputs under ``fixtures/`` were generated once by the pre-redesign code (commit
 fbf23e5, ``publish.bloodpanel_md``, ``publish.figures``, ``publish.scorecard``) with
-``fixtures/make_present_fixtures.py``; the inputs (``tests/publish/result_pre_redesign.json``'s bloodpanel
-section, ``present_section_b.json`` — two engines, repeats, errors, a paired comparison — and
-``present_graded.jsonl``) are the same for both. Report text, every figure's name, caption and
-PNG/SVG bytes, and every scorecard's CSV text must be identical.
+``fixtures/make_present_fixtures.py``; the inputs (the bloodpanel section of
+``tests/publish/result_pre_redesign.json``, ``present_section_b.json`` — two engines, repeats,
+errors, a paired comparison — and ``present_graded.jsonl``) are the same for both. Report
+text, every figure's name, caption and PNG/SVG bytes, and every scorecard's CSV text must be
+identical.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ EXPECTED = json.loads((FIX / "pre_redesign.json").read_text(encoding="utf-8"))
 
 
 def _sections() -> dict[str, dict[str, Any]]:
-    result = json.loads((ROOT / "tests/publish/result_pre_redesign.json").read_text(encoding="utf-8"))
+    result = json.loads(
+        (ROOT / "tests/publish/result_pre_redesign.json").read_text(encoding="utf-8")
+    )
     return {
         "result_all": result["suites"]["bloodpanel"],
         "section_b": json.loads((FIX / "present_section_b.json").read_text(encoding="utf-8")),

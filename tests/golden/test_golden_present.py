@@ -29,7 +29,9 @@ GOLDEN = ROOT / "src" / "sealedeval" / "suites" / "golden"
 
 
 def _section() -> dict[str, Any]:
-    result = json.loads((ROOT / "tests/publish/result_pre_redesign.json").read_text(encoding="utf-8"))
+    result = json.loads(
+        (ROOT / "tests/publish/result_pre_redesign.json").read_text(encoding="utf-8")
+    )
     section: dict[str, Any] = result["suites"]["golden"]
     return section
 

@@ -289,7 +289,7 @@ def _say_design(cfg: Config, suite: str, engine: str) -> None:
 
     status = design.run_status(cfg, suite, engine)
     if status != "sealed":
-        print(f"note: {suite}/{engine}: {status} ({cfg.where})", file=sys.stderr)
+        print(f"note: {suite}/{engine}: {status} ({cfg.where})")
 
 
 def _ledger(
