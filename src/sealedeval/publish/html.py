@@ -38,6 +38,7 @@ from sealedeval.canonical import compact
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic, summary
+from sealedeval.stages.grade import BASE_COLUMNS
 
 REPORT_HTML = Path("results/report.html")
 
@@ -58,22 +59,7 @@ took half as long again as 6 for 1.5% fewer bytes at 100k samples (benchmarks/ht
 INDEX_DIGITS = 6
 """Significant digits of latency and cost in the index (the list shows 3, a sample 4)."""
 
-_GRADED_BASE = (
-    "request_key",
-    "engine",
-    "item_id",
-    "condition",
-    "repeat",
-    "status",
-    "grader",
-    "grader_version",
-    "score",
-    "passed",
-    "category",
-    "details",
-    "suite",
-    "suite_version",
-)
+_GRADED_BASE = (*BASE_COLUMNS, "suite", "suite_version")
 """The graded-row fields every grader writes (stages/grade.py); the rest are a suite's extras."""
 
 
