@@ -92,11 +92,11 @@ def inspect_accuracy(path: Path) -> float:
     return float(log.results.scores[0].metrics["accuracy"].value)
 
 
-def make_project(root: Path, config: str = CONFIG) -> Path:
+def make_project(root: Path, config: str = CONFIG, task: str = TASK) -> Path:
     (root / "config").mkdir(parents=True)
     (root / "tasks").mkdir()
     (root / "config" / "config.yaml").write_text(config)
-    (root / "tasks" / "mytask.py").write_text(TASK)
+    (root / "tasks" / "mytask.py").write_text(task)
     (root / ".gitignore").write_text("/results/\n/logs/\n__pycache__/\n")
     git(root, "init", "-q", "-b", "main")
     assert cli.main(["seal", "--root", str(root)]) == 0

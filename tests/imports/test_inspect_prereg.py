@@ -177,16 +177,7 @@ def test_clustered_interval_and_cost_per_solved_sample(tmp_path: Path) -> None:
         "    sources: [tasks/mytask.py]",
         "    sources: [tasks/mytask.py]\n    cluster_by: metadata.passage",
     )
-    root = tmp_path / "proj"
-    (root / "config").mkdir(parents=True)
-    (root / "tasks").mkdir()
-    (root / "config" / "config.yaml").write_text(config)
-    (root / "tasks" / "mytask.py").write_text(CLUSTER_TASK)
-    (root / ".gitignore").write_text("/results/\n/logs/\n__pycache__/\n")
-    git(root, "init", "-q", "-b", "main")
-    assert cli.main(["seal", "--root", str(root)]) == 0
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "seal")
+    root = make_project(tmp_path / "proj", config, CLUSTER_TASK)
     logs = [str(run_inspect(root, m)) for m in ("mockllm/model", "mockllm/model2")]
     assert sealedeval_import(root, *logs) == 0
     an = _publish(root)["suites"]["mytask"]["analysis"]
