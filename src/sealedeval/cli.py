@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from sealedeval import __version__
 from sealedeval.config import Config, load_config
@@ -224,11 +224,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    """Everything a reader opens, in one job: result.json and report.md, the scorecards, every
+    figure (drawn once, by ``--jobs`` forked processes while this one reads the samples),
+    report.html and report.pdf. One process instead of publish, figures and pdf jobs: each
+    paid the start-up and read result.json again, and report.html drew every figure twice."""
     import json
 
     from sealedeval.fsutil import write_text_atomic
+    from sealedeval.publish import figures, html
     from sealedeval.publish.build import REPORT_MD, RESULT, build
-    from sealedeval.publish.html import write_html
     from sealedeval.publish.scorecards import write_scorecards
 
     cfg = _cfg(args)
@@ -236,9 +240,18 @@ def cmd_publish(args: argparse.Namespace) -> int:
     write_text_atomic(cfg.root / RESULT, text)
     write_text_atomic(cfg.root / REPORT_MD, report)
     print(f"wrote {RESULT} and {REPORT_MD}")
-    for path in write_scorecards(cfg.root, json.loads(text)):
-        print(f"wrote {path}")
-    print(f"wrote {write_html(cfg.root, json.loads(text))}")
+    result = json.loads(text)
+    with figures.FigureJob(result, jobs=args.jobs) as job:
+        for path in write_scorecards(cfg.root, result):
+            print(f"wrote {path}")
+        samples = html.read_samples(cfg.root, result)
+        drawn = job.result()
+    figures.write_figure_files(cfg.root, drawn)
+    print(f"wrote {len(drawn)} figure files under {figures.FIGURES_DIR}/")
+    page = html.render_html(result, samples, html.figure_svgs(result, drawn))
+    write_text_atomic(cfg.root / html.REPORT_HTML, page)
+    print(f"wrote {html.REPORT_HTML}")
+    print(f"wrote {_write_pdf(cfg.root, result, report)}")
     return 0
 
 
@@ -267,42 +280,53 @@ def cmd_figures(args: argparse.Namespace) -> int:
     path = cfg.root / RESULT
     if not path.exists():
         raise UserError(f"{RESULT}: missing; run `sealedeval publish` first")
-    paths = write_figures(cfg.root, json.loads(path.read_text(encoding="utf-8")))
+    paths = write_figures(cfg.root, json.loads(path.read_text(encoding="utf-8")), args.jobs)
     print(f"wrote {len(paths)} figure files under results/figures/")
     return 0
+
+
+def _pdf_anchors(root: Path) -> list[str]:
+    """The external anchors report.pdf's seal section names (an RFC 3161 token, a Zenodo
+    pre-registration), from the files beside rubric.lock."""
+    import json
+
+    from sealedeval.seal import timestamp
+    from sealedeval.seal.lock import PREREG_NAME
+
+    anchors = []
+    if (root / timestamp.TSR_NAME).exists():
+        info = timestamp.token_info(root / timestamp.TSR_NAME)
+        anchors.append(
+            f"RFC 3161 token ({timestamp.TSR_NAME}) from {info.tsa} at "
+            f"{info.time:%Y-%m-%dT%H:%M:%SZ}"
+        )
+    if (root / PREREG_NAME).exists():
+        rec = json.loads((root / PREREG_NAME).read_text(encoding="utf-8"))
+        anchors.append(f"Zenodo pre-registration {rec.get('doi')} ({PREREG_NAME})")
+    return anchors
+
+
+def _write_pdf(root: Path, result: dict[str, Any], report_md: str) -> Path:
+    from sealedeval.fsutil import write_bytes_atomic
+    from sealedeval.publish.pdf import REPORT_PDF, build_pdf, figure_pngs
+
+    data = build_pdf(result, report_md, figure_pngs(root), _pdf_anchors(root))
+    write_bytes_atomic(root / REPORT_PDF, data)
+    return REPORT_PDF
 
 
 def cmd_pdf(args: argparse.Namespace) -> int:
     import json
 
-    from sealedeval.fsutil import write_bytes_atomic
     from sealedeval.publish.build import REPORT_MD, RESULT
-    from sealedeval.publish.pdf import REPORT_PDF, build_pdf, figure_pngs
-    from sealedeval.seal import timestamp
-    from sealedeval.seal.lock import PREREG_NAME
 
     cfg = _cfg(args)
     for rel in (RESULT, REPORT_MD):
         if not (cfg.root / rel).exists():
             raise UserError(f"{rel}: missing; run `sealedeval publish` first")
-    anchors = []
-    if (cfg.root / timestamp.TSR_NAME).exists():
-        info = timestamp.token_info(cfg.root / timestamp.TSR_NAME)
-        anchors.append(
-            f"RFC 3161 token ({timestamp.TSR_NAME}) from {info.tsa} at "
-            f"{info.time:%Y-%m-%dT%H:%M:%SZ}"
-        )
-    if (cfg.root / PREREG_NAME).exists():
-        rec = json.loads((cfg.root / PREREG_NAME).read_text(encoding="utf-8"))
-        anchors.append(f"Zenodo pre-registration {rec.get('doi')} ({PREREG_NAME})")
-    data = build_pdf(
-        json.loads((cfg.root / RESULT).read_text(encoding="utf-8")),
-        (cfg.root / REPORT_MD).read_text(encoding="utf-8"),
-        figure_pngs(cfg.root),
-        anchors,
-    )
-    write_bytes_atomic(cfg.root / REPORT_PDF, data)
-    print(f"wrote {REPORT_PDF}")
+    result = json.loads((cfg.root / RESULT).read_text(encoding="utf-8"))
+    out = _write_pdf(cfg.root, result, (cfg.root / REPORT_MD).read_text(encoding="utf-8"))
+    print(f"wrote {out}")
     return 0
 
 
@@ -553,9 +577,13 @@ def build_parser() -> argparse.ArgumentParser:
                 help="grade first (write the graded file) in this process: the workflow's job",
             )
 
+    jobs_help = "processes that draw figures (default 0: the CPUs available)"
     s = sub.add_parser(
-        "publish", parents=[common], help="write result.json, report.md and report.html"
+        "publish",
+        parents=[common],
+        help="write result.json, report.md, report.html, scorecards and figures",
     )
+    s.add_argument("--jobs", "-j", type=int, default=0, help=jobs_help)
     s.set_defaults(fn=cmd_publish)
 
     s = sub.add_parser("view", help="serve results/ on a loopback port and open report.html")
@@ -567,7 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("suites", parents=[common], help="list registered suites (and sources)")
     s.set_defaults(fn=cmd_suites)
 
-    s = sub.add_parser("figures", parents=[common], help="result.json → results/figures/")
+    s = sub.add_parser(
+        "figures", parents=[common], help="result.json → results/figures/ (publish draws them too)"
+    )
+    s.add_argument("--jobs", "-j", type=int, default=0, help=jobs_help)
     s.set_defaults(fn=cmd_figures)
     s = sub.add_parser("pdf", parents=[common], help="results/report.pdf")
     s.set_defaults(fn=cmd_pdf)

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from sealedeval import yamlio
 from sealedeval.canonical import compact
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_text
@@ -128,7 +129,7 @@ def _read_yaml(path: Path) -> Any:
     except FileNotFoundError:
         raise UserError(f"{path}: config file not found") from None
     try:
-        return yaml.safe_load(text)
+        return yamlio.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -182,7 +182,7 @@ def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] |
     import importlib.util
     from pathlib import Path
 
-    import yaml
+    from sealedeval import yamlio
 
     reg: Registry[Any] = suite_kinds if kind else suites
     target = reg.target(name)
@@ -200,7 +200,7 @@ def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] |
         for d in where:
             f = d / "config.schema.yaml"
             if f.is_file():
-                doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+                doc = yamlio.safe_load(f.read_text(encoding="utf-8"))
                 return doc if isinstance(doc, dict) else None
     fn = hook(reg.get(name), "config_schema")
     return fn() if fn is not None else None

@@ -59,13 +59,15 @@ def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) ->
     assert b"<dc:date>" not in svg and b"Matplotlib v" not in svg
 
 
-def test_rebuild_in_a_fresh_process_is_byte_identical(
+def test_rebuild_in_a_fresh_process_with_two_workers_is_byte_identical(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:
+    """``built`` is drawn in this process (1 job); the rebuild by 2 forked workers (what the
+    publish rule runs) in another process: the bytes cannot depend on who drew what, or when."""
     code = (
         "import json, sys; from pathlib import Path; "
         "from sealedeval.publish.figures import write_figures; "
-        "write_figures(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))"
+        "write_figures(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()), jobs=2)"
     )
     subprocess.run(
         [sys.executable, "-c", code, str(tmp_path), str(HERE / "result_all.json")],

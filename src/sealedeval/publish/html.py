@@ -230,12 +230,16 @@ def inline_svg(data: bytes, prefix: str) -> str:
     return text.strip()
 
 
-def figure_svgs(result: Mapping[str, Any]) -> list[tuple[str, str, str, bytes]]:
-    """``(suite, stem, caption, svg bytes)`` for every figure, drawn by publish.figures (the same
-    bytes ``sealedeval figures`` writes under results/figures/)."""
+def figure_svgs(
+    result: Mapping[str, Any], drawn: Mapping[str, bytes] | None = None
+) -> list[tuple[str, str, str, bytes]]:
+    """``(suite, stem, caption, svg bytes)`` for every figure: from ``drawn`` (the files
+    ``publish.figures.build_figures`` rendered for results/figures/, so the page embeds the
+    very bytes written there), else drawn here."""
     from sealedeval.publish import figures
 
-    drawn = figures.build_figures(result, formats=("svg",))
+    if drawn is None:
+        drawn = figures.build_figures(result, formats=("svg",))
     out = []
     for suite, spec in figures.specs(result):
         stem = figures.stem(suite, spec)
@@ -721,11 +725,16 @@ def render_html(
     return "\n".join(out) + "\n"
 
 
-def build_html(root: Path, result: Mapping[str, Any]) -> str:
-    """report.html for the project at ``root`` from its result.json dict."""
-    return render_html(result, read_samples(root, result), figure_svgs(result))
+def build_html(
+    root: Path, result: Mapping[str, Any], drawn: Mapping[str, bytes] | None = None
+) -> str:
+    """report.html for the project at ``root`` from its result.json dict (and the figures
+    already drawn, when publish drew them)."""
+    return render_html(result, read_samples(root, result), figure_svgs(result, drawn))
 
 
-def write_html(root: Path, result: Mapping[str, Any]) -> Path:
-    write_text_atomic(root / REPORT_HTML, build_html(root, result))
+def write_html(
+    root: Path, result: Mapping[str, Any], drawn: Mapping[str, bytes] | None = None
+) -> Path:
+    write_text_atomic(root / REPORT_HTML, build_html(root, result, drawn))
     return REPORT_HTML

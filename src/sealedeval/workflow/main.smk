@@ -28,8 +28,6 @@ localrules:
     generate,
     analyze,
     publish,
-    figures,
-    pdf,
     audit,
     archive,
 

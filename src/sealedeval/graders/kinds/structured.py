@@ -58,9 +58,9 @@ def read_schema(root: Path, rel: str) -> Any:
         raise ValueError(f"{rel}: cannot read the schema file ({e.__class__.__name__})") from None
     try:
         if path.suffix in (".yaml", ".yml"):
-            import yaml
+            from sealedeval import yamlio
 
-            return yaml.safe_load(text)
+            return yamlio.safe_load(text)
         return json.loads(text)
     except ValueError as e:
         raise ValueError(f"{rel}: not a valid schema file ({e})") from None

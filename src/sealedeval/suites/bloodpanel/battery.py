@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from sealedeval import stats
+from sealedeval import stats, yamlio
 from sealedeval.errors import UserError
 from sealedeval.stats.metrics import Metric, rate_metric
 from sealedeval.suites.bloodpanel.rubric import Profile, flags_fired
@@ -129,7 +129,7 @@ def load_battery(path: str | Path) -> tuple[Pair, ...]:
     """
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yamlio.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{p}: assertion battery not found") from None
     except yaml.YAMLError as e:
@@ -183,7 +183,7 @@ def blind_measurement(root: Path) -> dict[str, Any]:
         UserError: A record that is not a mapping of profile to confusion matrix.
     """
     p = _locate(root, HOLDOUT)
-    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    doc = yamlio.safe_load(p.read_text(encoding="utf-8"))
     rec = doc.get("blind_measurement") if isinstance(doc, dict) else None
     if rec is None:
         return {}

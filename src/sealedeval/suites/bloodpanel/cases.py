@@ -22,6 +22,7 @@ from typing import Any, Final, Literal, cast
 
 import yaml
 
+from sealedeval import yamlio
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.analytes import code_for
 
@@ -333,7 +334,7 @@ def load_curated(path: str | Path) -> list[Case]:
     """
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yamlio.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{p}: curated cases file not found") from None
     except yaml.YAMLError as e:

@@ -36,6 +36,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 import yaml
 
+from sealedeval import yamlio
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.cases import Case, cases_by_id, load_curated
 from sealedeval.suites.bloodpanel.layout import (
@@ -760,7 +761,7 @@ def load_key(path: str | Path) -> dict[str, Case]:
     """
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yamlio.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{p}: answer key not found") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from sealedeval import yamlio
 from sealedeval.errors import UserError
 
 TASKS = Path("data/golden/tasks.yaml")
@@ -18,12 +19,9 @@ CATEGORIES = {"lookup", "count", "compare", "multi_fact", "abstain"}
 _REQUIRED = ("id", "prompt", "answer", "must", "category")
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @lru_cache(maxsize=64)
 def _parse_cached(text: str) -> Any:
-    return yaml.load(text, Loader=_LOADER)  # a safe loader: plain data only
+    return yamlio.safe_load(text)  # plain data only
 
 
 def parse_yaml(text: str) -> Any:

@@ -136,9 +136,9 @@ def read_table(root: Path, rel: str, what: str = "items") -> Table:
                 if fmt == "json":
                     doc = json.loads(text)
                 else:
-                    import yaml
+                    from sealedeval import yamlio
 
-                    doc = yaml.safe_load(text)
+                    doc = yamlio.safe_load(text)
             except Exception as e:  # ValueError, yaml.YAMLError
                 raise UserError(f"{rel}: not valid {fmt.upper()} ({e})") from None
             if isinstance(doc, dict) and isinstance(doc.get(what), list):

@@ -1,4 +1,10 @@
 # Publish reads only the analysis and graded files (and the raw manifest): it knows no suite.
+# It writes everything a reader opens, in one job (`sealedeval publish`): result.json,
+# report.md, the scorecards, every figure, report.html and report.pdf. Each figure is drawn once
+# (the same SVG bytes go into results/figures/ and inline into report.html), by `threads`
+# forked processes while the job reads the samples; a figure's bytes depend only on its spec.
+# Separate figures and pdf jobs each paid the start-up and re-read result.json, and report.html
+# drew every figure a second time (benchmarks/analysis.py).
 rule publish:
     input:
         analyses=expand("results/analysis/{suite}.json", suite=SUITES),
@@ -9,41 +15,16 @@ rule publish:
         report="results/report.md",
         # One self-contained page: summary, sections, inline SVG figures, every sample.
         html="results/report.html",
+        pdf="results/report.pdf",
         # Each suite decides its scorecard files (publish.scorecards): a directory output.
         scorecards=directory("results/scorecards"),
+        # PNG + SVG per figure: every figure has exactly one producing rule, this one.
+        figures=directory("results/figures"),
     log:
         "logs/publish.log",
+    threads: 2
     params:
         config=CONFIG_ARGS,
         suite_configs=all_suite_configs,
     shell:
-        "sealedeval publish {params.config} > {log} 2>&1"
-
-
-# Every figure has exactly one producing rule: this one, from result.json alone.
-rule figures:
-    input:
-        "results/result.json",
-    output:
-        directory("results/figures"),
-    log:
-        "logs/figures.log",
-    params:
-        config=CONFIG_ARGS,
-    shell:
-        "sealedeval figures {params.config} > {log} 2>&1"
-
-
-rule pdf:
-    input:
-        result="results/result.json",
-        report="results/report.md",
-        figures="results/figures",
-    output:
-        "results/report.pdf",
-    log:
-        "logs/pdf.log",
-    params:
-        config=CONFIG_ARGS,
-    shell:
-        "sealedeval pdf {params.config} > {log} 2>&1"
+        "sealedeval publish --jobs {threads} {params.config} > {log} 2>&1"
