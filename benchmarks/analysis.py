@@ -6,10 +6,10 @@ the workflow's rules run once the calls are made, timing the sum of their wall t
 CPU seconds of those processes, since publish draws figures in ``--jobs`` processes):
 
 * this code: ``analyze --grade`` (the one job that grades and analyses) per suite, then
-  ``publish --jobs 2`` (what the rule passes on this machine: result.json, report.md/.html,
-  scorecards and every figure, each drawn once) and ``pdf``. Its ``generate`` is not timed: the
-  run rule needs the items file, so generate runs before the calls. The items are written as
-  that rule wrote them, under the rubric hash the raw rows were run under;
+  ``publish --jobs 2`` (what the rule passes on this machine: result.json, report.md,
+  report.html, report.pdf, scorecards and every figure, each drawn once). Its ``generate`` is
+  not timed: the run rule needs the items file, so generate runs before the calls. The items
+  are written as that rule wrote them, under the rubric hash the raw rows were run under;
 * the earlier commit (default fbf23e5, before the suite-boundary redesign), checked out in a
   temporary git worktree and put first on PYTHONPATH: ``grade``, ``analyze`` per suite, then
   ``publish``, ``figures``, ``pdf``. Its generate was no input of its run rule, but its grade
@@ -103,9 +103,7 @@ def measure(
         steps = [["analyze", "--grade"]] if new else [["grade"], ["analyze"]]
         for step in steps:
             out[f"{' '.join(step)} {suite}"] = _time([*cli, *step, suite, *cfg], root, env)
-    for step in (
-        (["publish", "--jobs", "2"], ["pdf"]) if new else (["publish"], ["figures"], ["pdf"])
-    ):
+    for step in (["publish", "--jobs", "2"],) if new else (["publish"], ["figures"], ["pdf"]):
         out[" ".join(step)] = _time([*cli, *step, *cfg], root, env)
     return out
 
@@ -194,11 +192,20 @@ def main() -> int:
                 f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU  "
                 + ", ".join(f"{k} {w:.1f}" for k, (w, _) in times.items())
             )
+        t_old = sum(w for w, _ in best[False].values())
+        t_new = sum(w for w, _ in best[True].values())
+        c_old = sum(c for _, c in best[False].values())
+        c_new = sum(c for _, c in best[True].values())
+        print(
+            f"ratio earlier / now: {t_old / t_new:.2f}x wall (target >= 2), "
+            f"{c_old / c_new:.2f}x CPU"
+        )
         # the same, as Snakemake runs it (jobs in parallel on this machine's cores); the
         # earlier copy gets the earlier Snakefile and rules
         shutil.copy2(old_src / "Snakefile", old / "Snakefile")
-        shutil.rmtree(old / "rules", ignore_errors=True)
-        shutil.copytree(old_src / "rules", old / "rules")
+        for sub in ("rules", "envs"):
+            shutil.rmtree(old / sub, ignore_errors=True)
+            shutil.copytree(old_src / sub, old / sub)
         flows: dict[bool, float] = {}
         for rep in range(a.reps + 1):
             for root, env, src, is_new in (
@@ -212,14 +219,6 @@ def main() -> int:
             f"workflow (the dvc.yaml analysis stage, {' '.join(_stage_cmd(REPO)[:3])} ...): "
             f"earlier {flows[False]:.1f} s, now {flows[True]:.1f} s, "
             f"{flows[False] / flows[True]:.2f}x"
-        )
-        t_old = sum(w for w, _ in best[False].values())
-        t_new = sum(w for w, _ in best[True].values())
-        c_old = sum(c for _, c in best[False].values())
-        c_new = sum(c for _, c in best[True].values())
-        print(
-            f"ratio earlier / now: {t_old / t_new:.2f}x wall (target >= 2), "
-            f"{c_old / c_new:.2f}x CPU"
         )
     finally:
         subprocess.run(

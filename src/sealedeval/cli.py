@@ -230,28 +230,34 @@ def cmd_publish(args: argparse.Namespace) -> int:
     paid the start-up and read result.json again, and report.html drew every figure twice."""
     import json
 
-    from sealedeval.fsutil import write_text_atomic
+    from sealedeval.fsutil import write_bytes_atomic, write_text_atomic
     from sealedeval.publish import figures, html
     from sealedeval.publish.build import REPORT_MD, RESULT, build
+    from sealedeval.publish.pdf import REPORT_PDF, build_pdf
     from sealedeval.publish.scorecards import write_scorecards
 
     cfg = _cfg(args)
-    text, report = build(cfg)
-    write_text_atomic(cfg.root / RESULT, text)
-    write_text_atomic(cfg.root / REPORT_MD, report)
-    print(f"wrote {RESULT} and {REPORT_MD}")
-    result = json.loads(text)
-    with figures.FigureJob(result, jobs=args.jobs) as job:
+    # the figure workers start now: they import the drawing stack while result.json is built
+    with figures.FigureJob(jobs=args.jobs) as job:
+        text, report = build(cfg)
+        write_text_atomic(cfg.root / RESULT, text)
+        write_text_atomic(cfg.root / REPORT_MD, report)
+        print(f"wrote {RESULT} and {REPORT_MD}")
+        result = json.loads(text)
+        job.submit(text)
         for path in write_scorecards(cfg.root, result):
             print(f"wrote {path}")
         samples = html.read_samples(cfg.root, result)
+        # laid out while the workers draw: each figure is waited for when the layout gets to it
+        pdf = build_pdf(result, report, job.sources("png"), _pdf_anchors(cfg.root))
         drawn = job.result()
     figures.write_figure_files(cfg.root, drawn)
     print(f"wrote {len(drawn)} figure files under {figures.FIGURES_DIR}/")
     page = html.render_html(result, samples, html.figure_svgs(result, drawn))
     write_text_atomic(cfg.root / html.REPORT_HTML, page)
     print(f"wrote {html.REPORT_HTML}")
-    print(f"wrote {_write_pdf(cfg.root, result, report)}")
+    write_bytes_atomic(cfg.root / REPORT_PDF, pdf)
+    print(f"wrote {REPORT_PDF}")
     return 0
 
 

@@ -8,10 +8,13 @@ draws. The drawing toolkit lives in ``sealedeval.render.figures``, below suites 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing as mp
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +55,17 @@ def _render(spec: FigureSpec, formats: Sequence[str]) -> dict[str, bytes]:
     return render_formats(spec.draw(), formats, {"png": PNG_DPI})
 
 
-_PLAN: list[tuple[str, FigureSpec]] = []
-"""The specs a forked worker renders by index (closures do not pickle; a fork inherits them)."""
+_PLANS: dict[str, list[tuple[str, FigureSpec]]] = {}
+"""A worker's specs, by the sha256 of the result.json text they come from (specs hold draw
+closures, which do not pickle: a worker receives the text and makes them itself, once)."""
 
 
-def _render_planned(i: int, formats: Sequence[str]) -> dict[str, bytes]:
-    return _render(_PLAN[i][1], formats)
+def _render_from(text: str, i: int, formats: Sequence[str]) -> dict[str, bytes]:
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if key not in _PLANS:
+        _PLANS.clear()
+        _PLANS[key] = specs(json.loads(text))
+    return _render(_PLANS[key][i][1], formats)
 
 
 def default_jobs() -> int:
@@ -66,44 +74,67 @@ def default_jobs() -> int:
 
 
 class FigureJob:
-    """Every figure of ``result`` being drawn: by forked worker processes from the moment the
-    job is made (``jobs > 1``; ``0``: every CPU available), so the caller can do other work
-    meanwhile; ``result()`` waits for ``{"golden_accuracy.png": b"...", ...}``.
+    """Figures drawn by worker processes (``jobs > 1``; ``0``: every CPU available) while the
+    caller does other work: the workers start, and import the drawing stack, when the job is
+    made (publish makes it before it builds result.json); ``submit(result_text)`` plans the
+    figures, ``files(i)``/``sources(fmt)`` wait for one, ``result()`` for all:
+    ``{"golden_accuracy.png": b"...", ...}``.
 
     Each figure is drawn once and rendered in every format from that drawing
     (``render_formats``). A figure's bytes depend only on its spec (a test checks that 1 and 2
     jobs give the same bytes), so the order work is done in cannot show in the output.
-    Workers are forked: the specs' draw closures do not pickle, and a fork inherits them.
     """
 
-    def __init__(
-        self, result: Mapping[str, Any], formats: Sequence[str] = FORMATS, jobs: int = 1
-    ) -> None:
-        self.plan = specs(result)
+    def __init__(self, formats: Sequence[str] = FORMATS, jobs: int = 1) -> None:
         self.formats = tuple(formats)
-        self.names = [stem(suite, spec) for suite, spec in self.plan]
+        cpus = default_jobs()
+        self.jobs = max(1, min(jobs if jobs > 0 else cpus, cpus))
+        self.names: list[str] = []
+        self._plan: list[tuple[str, FigureSpec]] = []
+        self._pool: ProcessPoolExecutor | None = None
+        self._pending: list[Future[dict[str, bytes]]] = []
+        self._done: dict[int, dict[str, bytes]] = {}
+        if self.jobs > 1:
+            method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+            self._pool = ProcessPoolExecutor(
+                self.jobs, mp_context=mp.get_context(method), initializer=preload
+            )
+            self._pool.submit(int)  # a forking pool starts its workers at the first task
+
+    def submit(self, text: str) -> FigureJob:
+        """Plan every figure of the result.json ``text`` and hand them to the workers."""
+        self._plan = specs(json.loads(text))
+        self.names = [stem(suite, spec) for suite, spec in self._plan]
         if len(set(self.names)) != len(self.names):
             twice = sorted({n for n in self.names if self.names.count(n) > 1})
             raise ValueError(f"figure {twice[0]} is planned twice")
-        cpus = default_jobs()
-        self.jobs = max(1, min(jobs if jobs > 0 else cpus, len(self.plan), cpus))
-        self._pool: ProcessPoolExecutor | None = None
-        self._pending: list[Future[dict[str, bytes]]] = []
-        if self.jobs > 1 and "fork" in mp.get_all_start_methods():
-            _PLAN[:] = self.plan
-            preload()  # imported once here, inherited by every worker
-            self._pool = ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("fork"))
+        if self._pool is not None:
             self._pending = [
-                self._pool.submit(_render_planned, i, self.formats) for i in range(len(self.plan))
+                self._pool.submit(_render_from, text, i, self.formats)
+                for i in range(len(self._plan))
             ]
+        return self
+
+    def files(self, i: int) -> dict[str, bytes]:
+        """Figure ``i``'s bytes per format, waiting for its worker (or drawn here)."""
+        if self._pool is not None:
+            return self._pending[i].result()
+        if i not in self._done:
+            self._done[i] = _render(self._plan[i][1], self.formats)
+        return self._done[i]
+
+    def sources(self, fmt: str) -> dict[str, Callable[[], bytes]]:
+        """``{stem: load}`` in plan order: each ``load()`` waits for that figure only, so a
+        caller (report.pdf's layout) can use the first figures while the rest are drawn."""
+        return {name: partial(self._one, i, fmt) for i, name in enumerate(self.names)}
+
+    def _one(self, i: int, fmt: str) -> bytes:
+        return self.files(i)[fmt]
 
     def result(self) -> dict[str, bytes]:
-        if self._pool is None:
-            rendered = [_render(spec, self.formats) for _, spec in self.plan]
-        else:
-            rendered = [f.result() for f in self._pending]
         out: dict[str, bytes] = {}
-        for name, files in zip(self.names, rendered, strict=True):
+        for i, name in enumerate(self.names):
+            files = self.files(i)
             for fmt in self.formats:
                 out[f"{name}.{fmt}"] = files[fmt]
         return out
@@ -112,7 +143,6 @@ class FigureJob:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
-            _PLAN.clear()
 
     def __enter__(self) -> FigureJob:
         return self
@@ -125,8 +155,8 @@ def build_figures(
     result: Mapping[str, Any], formats: Sequence[str] = FORMATS, jobs: int = 1
 ) -> dict[str, bytes]:
     """``{"golden_accuracy.png": b"...", ...}`` for every registered suite in ``result``."""
-    with FigureJob(result, formats, jobs) as job:
-        return job.result()
+    with FigureJob(formats, jobs) as job:
+        return job.submit(json.dumps(result)).result()
 
 
 def write_figure_files(root: Path, files: Mapping[str, bytes]) -> list[Path]:

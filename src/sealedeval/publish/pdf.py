@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -198,26 +198,62 @@ def column_widths(rows: Sequence[Sequence[str]], width: float) -> list[float]:
     return [x + (w - x) * k for x, w in zip(least, want, strict=True)]
 
 
+PngSource = Callable[[], bytes]
+"""A figure's PNG bytes, asked for only when the layout reaches the figure."""
+
+
+def _lazy_image(load: PngSource, width: float, max_height: float) -> Any:
+    """A flowable that loads its PNG when the layout first measures it: publish builds the PDF
+    while its workers are still drawing the later figures, so the text before a figure is
+    laid out meanwhile. Scaled to the text width (small figures up: a figure drawn in a
+    4-inch box was printed at 4 inches, its labels at 7 points), its height capped."""
+    from reportlab.platypus import Flowable, Image
+
+    class LazyImage(Flowable):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.hAlign = "CENTER"
+            self._img: Any = None
+
+        def image(self) -> Any:
+            if self._img is None:
+                img = Image(io.BytesIO(load()))
+                scale = min(width / img.imageWidth, max_height / img.imageHeight)
+                img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
+                self._img = img
+            return self._img
+
+        def wrap(self, aw: float, ah: float) -> tuple[float, float]:
+            w, h = self.image().wrap(aw, ah)
+            self.width, self.height = w, h
+            return w, h
+
+        def draw(self) -> None:
+            self.image().drawOn(self.canv, 0, 0)
+
+    return LazyImage()
+
+
 def build_pdf(
     result: Mapping[str, Any],
     report_md: str,
-    figures: Sequence[Path] = (),
+    figures: Sequence[Path] | Mapping[str, PngSource] = (),
     anchors: Sequence[str] = (),
 ) -> bytes:
     """The PDF bytes: the summary page of report.md first, then the appendix (the seal and its
     anchors, methods, every table and figure of report.md, limitations; the raw-run manifest
     with full sha256).
 
-    ``figures`` are PNG paths: each is placed where report.md references it (by file stem),
-    at the full text width; any that report.md does not reference follow under "Other
-    figures", in the order given, so no figure is left out. A reference to a figure missing
-    from ``figures`` is an error (the figures were not rebuilt with report.md)."""
+    ``figures`` are PNG paths, or PNG sources by figure stem (publish passes its figure job's,
+    so layout starts before every figure is drawn): each is placed where report.md references
+    it (by stem), at the full text width; any that report.md does not reference follow under
+    "Other figures", in the order given, so no figure is left out. A reference to a figure
+    missing from ``figures`` is an error (the figures were not rebuilt with report.md)."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
     from reportlab.lib.units import cm
     from reportlab.platypus import (
-        Image,
         KeepTogether,
         LongTable,
         PageBreak,
@@ -267,15 +303,14 @@ def build_pdf(
         )
         story.extend([t, Spacer(1, 0.2 * cm)])
 
-    pngs = {f.stem: f for f in figures}
+    if isinstance(figures, Mapping):
+        pngs: dict[str, PngSource] = dict(figures)
+    else:
+        pngs = {f.stem: f.read_bytes for f in figures}
     placed: set[str] = set()
 
-    def add_figure(f: Path, caption: str) -> None:
-        img = Image(str(f))
-        # fill the text width (small figures are scaled up: a figure drawn at 100 dpi in a
-        # 4-inch box was printed at 4 inches, its labels at 7 points); cap the height
-        scale = min(width / img.imageWidth, (A4[1] - FIGURE_MARGIN * cm) / img.imageHeight)
-        img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
+    def add_figure(load: PngSource, caption: str) -> None:
+        img = _lazy_image(load, width, A4[1] - FIGURE_MARGIN * cm)
         story.append(KeepTogether([img, Paragraph(_inline(caption), small), Spacer(1, 8)]))
 
     def add_blocks(blocks: Sequence[tuple[str, Any]]) -> None:
@@ -322,11 +357,11 @@ def build_pdf(
     story += [Paragraph(_inline(m), body) for m in methods] or [Paragraph("See below.", body)]
     add_blocks(blocks[at + 1 if at else 0 :])
 
-    rest = [f for f in figures if f.stem not in placed]
+    rest = [name for name in pngs if name not in placed]
     if rest:
         story += [PageBreak(), Paragraph("Other figures", ss["Heading1"])]
-        for f in rest:
-            add_figure(f, f"Figure: {f.name}")
+        for name in rest:
+            add_figure(pngs[name], f"Figure: {name}.png")
 
     story += [Paragraph("Limitations and threats to validity", ss["Heading1"])]
     story += [Paragraph("• " + _inline(x), body) for x in LIMITATIONS]
