@@ -35,6 +35,35 @@ RESULT = Path("results/result.json")
 REPORT_MD = Path("results/report.md")
 
 
+def dvc_dir_md5(directory: Path) -> str:
+    """The md5 DVC 3 records for a directory output (``<md5>.dir`` in dvc.lock): the md5 of the
+    JSON list of ``{"md5", "relpath"}`` of every file, sorted by path."""
+    import hashlib
+
+    entries = []
+    for f in sorted(p for p in directory.rglob("*") if p.is_file()):
+        digest = hashlib.md5(f.read_bytes(), usedforsecurity=False).hexdigest()
+        entries.append({"md5": digest, "relpath": f.relative_to(directory).as_posix()})
+    entries.sort(key=lambda e: e["relpath"])
+    return hashlib.md5(json.dumps(entries).encode(), usedforsecurity=False).hexdigest() + ".dir"
+
+
+def _dvc_lock_raw_md5s(text: str | None) -> set[str]:
+    """Every md5 a dvc.lock text records for ``results/raw`` (as a stage's out or dep)."""
+    from sealedeval import yamlio
+
+    try:
+        doc = yamlio.safe_load(text or "") or {}
+    except Exception:  # an unreadable old dvc.lock records nothing we can match
+        return set()
+    out = set()
+    for stage in (doc.get("stages") or {}).values():
+        for entry in [*(stage.get("outs") or []), *(stage.get("deps") or [])]:
+            if isinstance(entry, dict) and entry.get("path") == "results/raw" and entry.get("md5"):
+                out.add(str(entry["md5"]))
+    return out
+
+
 @dataclass
 class Check:
     name: str
@@ -162,9 +191,10 @@ class Auditor:
                 warn=predated,
             )
             return
-        raw_commits = git.git(
-            self.root, "log", "--format=%H", "--", "results/raw", "dvc.lock", check=False
-        ).split()
+        raw_commits = (
+            git.git(self.root, "log", "--format=%H", "--", "results/raw", check=False).split()
+            + self._dvc_lock_commits_of_these_runs()
+        )
         for commit, starts in sorted(by_commit.items()):
             if not git.is_ancestor(self.root, commit, "HEAD"):
                 problems.append(f"seal commit {commit[:12]} is not in this history")
@@ -206,6 +236,19 @@ class Auditor:
                 else "raw runs are not in git (DVC): ancestry checked against HEAD"
             ),
         )
+
+    def _dvc_lock_commits_of_these_runs(self) -> list[str]:
+        """The commits whose dvc.lock records exactly the raw runs audited: ``results/raw``
+        with the md5 DVC gives the directory now. A dvc.lock committed for earlier runs (the
+        default run before a re-seal, say) records other runs, so its date says nothing about
+        these; one that records these runs must descend from their seal."""
+        commits = git.git(self.root, "log", "--format=%H", "--", "dvc.lock", check=False).split()
+        if not commits:
+            return []
+        want = dvc_dir_md5(self.root / "results/raw")
+        return [
+            c for c in commits if want in _dvc_lock_raw_md5s(git.show(self.root, c, "dvc.lock"))
+        ]
 
     def check_binding(self) -> None:
         doc = lock.read(self.root)

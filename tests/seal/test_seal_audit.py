@@ -282,3 +282,41 @@ def test_audit_without_a_project_is_a_user_error(tmp_path):
     from sealedeval.cli import main
 
     assert main(["audit", "--root", str(tmp_path)]) == 2
+
+
+def _dvc_lock(raw_md5: str) -> str:
+    return (
+        "schema: '2.0'\nstages:\n  runs:\n    cmd: snakemake --cores 8 runs\n    outs:\n"
+        f"    - path: results/raw\n      hash: md5\n      md5: {raw_md5}\n"
+    )
+
+
+def _commit_on_pre_seal_branch(sealed, branch: str, text: str) -> str:
+    sealed.git("checkout", "-q", "-b", branch, sealed.init_commit)
+    (sealed.root / "dvc.lock").write_text(text, encoding="utf-8")
+    side = sealed.commit(f"dvc.lock on {branch}", "dvc.lock")
+    sealed.git("checkout", "-q", "main")
+    sealed.git("merge", "-q", "--no-edit", "-m", f"Merge {branch}", branch)
+    return side
+
+
+def test_m_dvc_lock_of_earlier_runs_before_the_seal_is_no_record_of_these(sealed):
+    """A dvc.lock committed before a re-seal records the earlier runs (the repository's own
+    default run, say): its date says nothing about the runs audited now."""
+    _commit_on_pre_seal_branch(sealed, "old-runs", _dvc_lock("0" * 32 + ".dir"))
+    a = sealed.audit()
+    assert a.status("seal precedes runs") == "PASS", a
+    assert a.rc == 0, a
+
+
+def test_n_dvc_lock_recording_these_runs_before_the_seal(sealed):
+    """A dvc.lock that records exactly these raw runs (DVC's md5 of results/raw, recomputed
+    here) in a commit that does not descend from the seal: recorded before the seal."""
+    from sealedeval.audit import dvc_dir_md5
+
+    side = _commit_on_pre_seal_branch(
+        sealed, "pre-seal", _dvc_lock(dvc_dir_md5(sealed.root / "results/raw"))
+    )
+    a = sealed.audit()
+    _only_failing(a, "seal precedes runs")
+    assert f"raw runs committed in {side[:12]}" in a.detail("seal precedes runs")
