@@ -85,6 +85,15 @@ def test_fixed_seed_reproduces_and_identity_names_the_model() -> None:
     assert ident["base_url"] == ""  # the random port is not part of the identity
 
 
+def _cmdline(p: psutil.Process) -> list[str]:
+    """A child's command line, or none when it exited while we looked (a short-lived helper
+    such as git is a zombie for a moment: psutil raises for it)."""
+    try:
+        return p.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def _server_children(proc: subprocess.Popen[str], timeout: float = 60.0) -> list[int]:
     """PIDs of the llama server the harness started (waits until it is up)."""
     deadline = time.monotonic() + timeout
@@ -93,7 +102,7 @@ def _server_children(proc: subprocess.Popen[str], timeout: float = 60.0) -> list
             kids = psutil.Process(proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             return []
-        pids = [k.pid for k in kids if "llama_cpp.server" in " ".join(k.cmdline())]
+        pids = [k.pid for k in kids if "llama_cpp.server" in " ".join(_cmdline(k))]
         if pids:
             return pids
         time.sleep(0.2)
