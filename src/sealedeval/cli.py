@@ -249,7 +249,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
         samples = html.read_samples(cfg.root, result)
         # laid out while the workers draw: each figure is waited for when the layout gets to it
-        pdf = build_pdf(result, report, job.sources("png"), _pdf_anchors(cfg.root))
+        pdf = build_pdf(result, report, job.images(), _pdf_anchors(cfg.root))
         drawn = job.result()
     figures.write_figure_files(cfg.root, drawn)
     print(f"wrote {len(drawn)} figure files under {figures.FIGURES_DIR}/")

@@ -287,3 +287,46 @@ def test_pdf_opens_with_the_summary_page_then_the_appendix(
         assert s.headline and all(f"{h.estimate:.3f}" in first for h in s.headline if h.estimate)
     assert second.startswith("Appendix") and "Rubriclocksha256" in second
     assert not any(f"({p.stem})" in first for p in tmp_path.glob("*.png"))  # no figure on it
+
+
+def test_pdf_from_the_figure_workers_equals_pdf_from_the_png_files(
+    tmp_path: Path, built: dict[str, bytes]
+) -> None:
+    """publish hands report.pdf the pixels its workers still hold; ``sealedeval pdf`` reads
+    the PNG files. Both must give the same bytes, and each image in the PDF must be exactly
+    its PNG's pixels (a stream written wrongly would still be a valid-looking PDF)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from pypdf import PdfReader
+
+    md = render_report(RESULT)
+    with figures.FigureJob(jobs=1) as job:
+        job.submit(json.dumps(RESULT))
+        from_workers = build_pdf(RESULT, md, job.images())
+        assert job.result() == built
+    pngs = _pngs(tmp_path, built)
+    assert from_workers == build_pdf(RESULT, md, pngs)
+    reader = PdfReader(io.BytesIO(from_workers))
+    got = [np.asarray(i.image.convert("RGB")) for page in reader.pages for i in page.images]
+    want = [np.asarray(Image.open(p).convert("RGB")) for p in pngs]
+    # the PDF places them in report.md's order; compare as a multiset of exact pixel arrays
+    key = sorted
+    assert key(g.tobytes() for g in got) == key(w.tobytes() for w in want)
+
+
+def test_plain_table_cells_wrap_to_their_column() -> None:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    from sealedeval.publish.pdf import _wrap_plain
+
+    text = "results/raw/golden/local/part-1.parquet 3 " + "ab12" * 16 + " done"
+    for avail in (40.0, 90.0, 400.0):
+        lines = _wrap_plain(text, avail, "Helvetica", 7).split("\n")
+        assert all(stringWidth(x, "Helvetica", 7) <= avail for x in lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+    assert _wrap_plain(text, 1000.0, "Helvetica", 7) == text
+    assert _wrap_plain("", 50.0, "Helvetica", 7) == ""
+    # one character wider than the column still goes on a line of its own (no endless loop)
+    assert _wrap_plain("W W", 1.0, "Helvetica", 7) == "W\nW"

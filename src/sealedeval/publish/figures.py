@@ -20,7 +20,7 @@ from typing import Any
 
 from sealedeval.fsutil import write_bytes_atomic
 from sealedeval.plugins import presentation_hook
-from sealedeval.render.figures import FORMATS, FigureSpec, preload, render_formats
+from sealedeval.render.figures import FORMATS, FigureSpec, Raster, preload, render_formats
 
 FIGURES_DIR = Path("results/figures")
 
@@ -51,8 +51,12 @@ def stem(suite: str, spec: FigureSpec) -> str:
     return f"{suite}_{spec.name}"
 
 
-def _render(spec: FigureSpec, formats: Sequence[str]) -> dict[str, bytes]:
-    return render_formats(spec.draw(), formats, {"png": PNG_DPI})
+Rendered = dict[str, bytes | Raster]
+"""A figure's bytes per format, and under ``"raster"`` its PNG's pixels for report.pdf."""
+
+
+def _render(spec: FigureSpec, formats: Sequence[str]) -> Rendered:
+    return render_formats(spec.draw(), formats, {"png": PNG_DPI}, raster="png" in formats)
 
 
 _PLANS: dict[str, list[tuple[str, FigureSpec]]] = {}
@@ -60,7 +64,7 @@ _PLANS: dict[str, list[tuple[str, FigureSpec]]] = {}
 closures, which do not pickle: a worker receives the text and makes them itself, once)."""
 
 
-def _render_from(text: str, i: int, formats: Sequence[str]) -> dict[str, bytes]:
+def _render_from(text: str, i: int, formats: Sequence[str]) -> Rendered:
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if key not in _PLANS:
         _PLANS.clear()
@@ -77,7 +81,7 @@ class FigureJob:
     """Figures drawn by worker processes (``jobs > 1``; ``0``: every CPU available) while the
     caller does other work: the workers start, and import the drawing stack, when the job is
     made (publish makes it before it builds result.json); ``submit(result_text)`` plans the
-    figures, ``files(i)``/``sources(fmt)`` wait for one, ``result()`` for all:
+    figures, ``files(i)``/``images()`` wait for one, ``result()`` for all:
     ``{"golden_accuracy.png": b"...", ...}``.
 
     Each figure is drawn once and rendered in every format from that drawing
@@ -92,8 +96,8 @@ class FigureJob:
         self.names: list[str] = []
         self._plan: list[tuple[str, FigureSpec]] = []
         self._pool: ProcessPoolExecutor | None = None
-        self._pending: list[Future[dict[str, bytes]]] = []
-        self._done: dict[int, dict[str, bytes]] = {}
+        self._pending: list[Future[Rendered]] = []
+        self._done: dict[int, Rendered] = {}
         if self.jobs > 1:
             method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
             self._pool = ProcessPoolExecutor(
@@ -115,7 +119,7 @@ class FigureJob:
             ]
         return self
 
-    def files(self, i: int) -> dict[str, bytes]:
+    def files(self, i: int) -> Rendered:
         """Figure ``i``'s bytes per format, waiting for its worker (or drawn here)."""
         if self._pool is not None:
             return self._pending[i].result()
@@ -123,20 +127,24 @@ class FigureJob:
             self._done[i] = _render(self._plan[i][1], self.formats)
         return self._done[i]
 
-    def sources(self, fmt: str) -> dict[str, Callable[[], bytes]]:
-        """``{stem: load}`` in plan order: each ``load()`` waits for that figure only, so a
-        caller (report.pdf's layout) can use the first figures while the rest are drawn."""
-        return {name: partial(self._one, i, fmt) for i, name in enumerate(self.names)}
+    def images(self) -> dict[str, Callable[[], bytes | Raster]]:
+        """``{stem: load}`` in plan order for report.pdf: each ``load()`` waits for that figure
+        only, so the layout can use the first figures while the rest are drawn, and gives its
+        PNG's pixels (a ``Raster``) or, for a figure with transparency, the PNG."""
+        return {name: partial(self._image, i) for i, name in enumerate(self.names)}
 
-    def _one(self, i: int, fmt: str) -> bytes:
-        return self.files(i)[fmt]
+    def _image(self, i: int) -> bytes | Raster:
+        files = self.files(i)
+        return files.get("raster") or files["png"]
 
     def result(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for i, name in enumerate(self.names):
             files = self.files(i)
             for fmt in self.formats:
-                out[f"{name}.{fmt}"] = files[fmt]
+                data = files[fmt]
+                assert isinstance(data, bytes)
+                out[f"{name}.{fmt}"] = data
         return out
 
     def close(self) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sealedeval.errors import UserError
 from sealedeval.publish.figures import FIGURES_DIR
+from sealedeval.render.figures import Raster, raster_from_png
 
 REPORT_PDF = Path("results/report.pdf")
 
@@ -163,16 +165,50 @@ CELL_PADDING_PT = 6
 """reportlab's default left and right padding of a table cell, in points."""
 
 
-def _cell(text: str, width: float, paragraph: Any, style: Any) -> Any:
-    """A table cell: the text itself when it has no markup and fits its column on one line,
-    else a wrapping Paragraph. A Paragraph is laid out again each time the table is measured
-    or split across pages; plain cells made report.pdf's long tables (the raw-run manifest,
-    grounding's track A) about twice as fast to build, drawn in the same font and size."""
+def _wrap_plain(text: str, avail: float, font: str, size: float) -> str:
+    """``text`` broken into lines no wider than ``avail`` points: greedy, at spaces, and a word
+    wider than a line cut where it fills one (a sha256 in a narrow column), as Paragraph does."""
     from reportlab.pdfbase.pdfmetrics import stringWidth
 
-    plain = "\n" not in text and "`" not in text and "**" not in text
-    fits = stringWidth(text, style.fontName, style.fontSize) <= width - 2 * CELL_PADDING_PT
-    return text if plain and fits else paragraph(_inline(text), style)
+    def width(s: str) -> float:
+        w: float = stringWidth(s, font, size)
+        return w
+
+    lines: list[str] = []
+    cur = ""
+    for word in text.split():
+        while width(word) > avail and len(word) > 1:
+            if cur:
+                lines.append(cur)
+                cur = ""
+            cut, used = 0, 0.0
+            for ch in word:
+                used += width(ch)
+                if used > avail and cut:
+                    break
+                cut += 1
+            lines.append(word[:cut])
+            word = word[cut:]
+        trial = f"{cur} {word}" if cur else word
+        if not cur or width(trial) <= avail:
+            cur = trial
+        else:
+            lines.append(cur)
+            cur = word
+    if cur:
+        lines.append(cur)
+    return "\n".join(lines)
+
+
+def _cell(text: str, width: float, paragraph: Any, style: Any) -> Any:
+    """A table cell: the text itself, broken into lines that fit its column, when it has no
+    markup; else a wrapping Paragraph. A Paragraph is parsed, and laid out again each time
+    the table is measured or split across pages: plain cells made report.pdf's long tables
+    (the raw-run manifest, grounding's track A) several times faster to build, drawn in the
+    same font, size and leading."""
+    if "\n" in text or "`" in text or "**" in text:
+        return paragraph(_inline(text), style)
+    return _wrap_plain(text, width - 2 * CELL_PADDING_PT, style.fontName, style.fontSize)
 
 
 def column_widths(rows: Sequence[Sequence[str]], width: float) -> list[float]:
@@ -198,13 +234,75 @@ def column_widths(rows: Sequence[Sequence[str]], width: float) -> list[float]:
     return [x + (w - x) * k for x, w in zip(least, want, strict=True)]
 
 
-PngSource = Callable[[], bytes]
-"""A figure's PNG bytes, asked for only when the layout reaches the figure."""
+PngSource = Callable[[], "bytes | Raster"]
+"""A figure's PNG bytes, or its pixels (publish's figure workers hand those over), asked for
+only when the layout reaches the figure."""
+
+
+def _raster_xobject(raster: Raster) -> Any:
+    """A PDF image XObject whose stream is the raster's zlib bytes as they are (FlateDecode),
+    in place of reportlab's own, which decodes a PNG, compresses the pixels again and
+    ASCII85-encodes them."""
+    from reportlab.pdfbase.pdfdoc import (
+        PDFArray,
+        PDFDictionary,
+        PDFImageXObject,
+        PDFName,
+        PDFStream,
+    )
+
+    class RasterXObject(PDFImageXObject):  # type: ignore[misc]
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.width, self.height = raster.width, raster.height
+            self.mask = None
+
+        def format(self, document: Any) -> bytes:
+            d = PDFDictionary(
+                {
+                    "Type": PDFName("XObject"),
+                    "Subtype": PDFName("Image"),
+                    "Width": raster.width,
+                    "Height": raster.height,
+                    "BitsPerComponent": 8,
+                    "ColorSpace": PDFName("DeviceRGB"),
+                    "Filter": PDFArray([PDFName("FlateDecode")]),
+                }
+            )
+            out: bytes = PDFStream(d, raster.flate_rgb).format(document)
+            return out
+
+    import hashlib
+
+    return RasterXObject("raster" + hashlib.sha256(raster.flate_rgb).hexdigest()[:32])
+
+
+def _draw_raster(canv: Any, raster: Raster, width: float, height: float) -> None:
+    """Place ``raster`` at (0, 0) scaled to ``width`` × ``height``, registered once per
+    document the way ``canvas.drawImage`` registers an image."""
+    xobj = _raster_xobject(raster)
+    reg = canv._doc.getXObjectName(xobj.name)
+    if reg not in canv._doc.idToObject:
+        canv._setXObjects(xobj)
+        canv._doc.Reference(xobj, reg)
+        canv._doc.addForm(xobj.name, xobj)
+    canv._currentPageHasImages = 1
+    canv.saveState()
+    canv.scale(width, height)
+    canv._code.append(f"/{reg} Do")
+    canv.restoreState()
+    canv._formsinuse.append(xobj.name)
+
+
+def _file_image(path: Path) -> bytes | Raster:
+    """A PNG file as the figure workers would have handed it over (its pixels when opaque)."""
+    data = path.read_bytes()
+    return raster_from_png(data) or data
 
 
 def _lazy_image(load: PngSource, width: float, max_height: float) -> Any:
-    """A flowable that loads its PNG when the layout first measures it: publish builds the PDF
-    while its workers are still drawing the later figures, so the text before a figure is
+    """A flowable that loads its figure when the layout first measures it: publish builds the
+    PDF while its workers are still drawing the later figures, so the text before a figure is
     laid out meanwhile. Scaled to the text width (small figures up: a figure drawn in a
     4-inch box was printed at 4 inches, its labels at 7 points), its height capped."""
     from reportlab.platypus import Flowable, Image
@@ -214,22 +312,32 @@ def _lazy_image(load: PngSource, width: float, max_height: float) -> Any:
             super().__init__()
             self.hAlign = "CENTER"
             self._img: Any = None
+            self._raster: Raster | None = None
 
-        def image(self) -> Any:
-            if self._img is None:
-                img = Image(io.BytesIO(load()))
-                scale = min(width / img.imageWidth, max_height / img.imageHeight)
-                img.drawWidth, img.drawHeight = img.imageWidth * scale, img.imageHeight * scale
-                self._img = img
-            return self._img
+        def _load(self) -> None:
+            if self._img is not None or self._raster is not None:
+                return
+            data = load()
+            if isinstance(data, Raster):
+                self._raster = data
+                w, h = float(data.width), float(data.height)
+            else:
+                self._img = Image(io.BytesIO(data))
+                w, h = self._img.imageWidth, self._img.imageHeight
+            scale = min(width / w, max_height / h)
+            self.width, self.height = w * scale, h * scale
+            if self._img is not None:
+                self._img.drawWidth, self._img.drawHeight = self.width, self.height
 
         def wrap(self, aw: float, ah: float) -> tuple[float, float]:
-            w, h = self.image().wrap(aw, ah)
-            self.width, self.height = w, h
-            return w, h
+            self._load()
+            return self.width, self.height
 
         def draw(self) -> None:
-            self.image().drawOn(self.canv, 0, 0)
+            if self._raster is not None:
+                _draw_raster(self.canv, self._raster, self.width, self.height)
+            else:
+                self._img.drawOn(self.canv, 0, 0)
 
     return LazyImage()
 
@@ -306,7 +414,7 @@ def build_pdf(
     if isinstance(figures, Mapping):
         pngs: dict[str, PngSource] = dict(figures)
     else:
-        pngs = {f.stem: f.read_bytes for f in figures}
+        pngs = {f.stem: partial(_file_image, f) for f in figures}
     placed: set[str] = set()
 
     def add_figure(load: PngSource, caption: str) -> None:

@@ -96,10 +96,62 @@ def render_bytes(fig: Figure, fmt: str, dpi: float | None = None) -> bytes:
     return buf.getvalue()
 
 
+@dataclass(frozen=True)
+class Raster:
+    """A figure's PNG pixels for report.pdf: 8-bit RGB rows, top first, zlib-compressed (a
+    PDF image stream's FlateDecode). Made by the process that drew the PNG, from the pixels it
+    still holds: reportlab otherwise decodes every PNG again, re-compresses it and ASCII85-encodes
+    it, a quarter of report.pdf's build, in the one process that lays the PDF out."""
+
+    width: int
+    height: int
+    flate_rgb: bytes
+
+
+RASTER_ZLIB_LEVEL = 6
+"""zlib's default: the PDF's image streams come out the size reportlab's own were."""
+
+
+def _raster_of(rgba: Any) -> Raster | None:
+    """The ``Raster`` of an (height, width, 4) uint8 array, or None when any pixel is not
+    opaque (RGB has no alpha; such a figure goes the PNG's way)."""
+    import zlib
+
+    import numpy as np
+
+    if not bool((rgba[..., 3] == 255).all()):
+        return None
+    height, width = rgba.shape[:2]
+    rgb = np.ascontiguousarray(rgba[..., :3]).tobytes()
+    return Raster(width, height, zlib.compress(rgb, RASTER_ZLIB_LEVEL))
+
+
+def _raster(fig: Figure) -> Raster | None:
+    """The pixels of the PNG just rendered through ``fig``'s Agg canvas."""
+    import numpy as np
+
+    return _raster_of(np.asarray(fig.canvas.buffer_rgba()))  # type: ignore[attr-defined]
+
+
+def raster_from_png(data: bytes) -> Raster | None:
+    """The ``Raster`` of PNG bytes (``sealedeval pdf`` reads results/figures/): the same pixels
+    give the same bytes as the drawing process's, so report.pdf is the same either way."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return _raster_of(np.asarray(im.convert("RGBA")))
+
+
 def render_formats(
-    fig: Figure, formats: Sequence[str], dpi: Mapping[str, float] | None = None
-) -> dict[str, bytes]:
-    """``{fmt: bytes}`` for every format of ``formats`` from one drawn figure.
+    fig: Figure,
+    formats: Sequence[str],
+    dpi: Mapping[str, float] | None = None,
+    *,
+    raster: bool = False,
+) -> dict[str, bytes | Raster]:
+    """``{fmt: bytes}`` for every format of ``formats`` from one drawn figure, and with
+    ``raster`` the PNG's pixels as ``out["raster"]`` (a ``Raster``, when the PNG is opaque).
 
     SVG is rendered first, from a fresh figure, so its bytes equal ``render_bytes(fig, "svg")``
     (report.html embeds the same bytes results/figures/ holds). Then the layout is frozen and
@@ -107,13 +159,23 @@ def render_formats(
     again from the previous render's positions made the output depend on the render order (the
     float drift that once moved SVG clip ids). A frozen layout is computed at the SVG's 72 dpi;
     text sizes are in points, so the raster's positions are the same fractions of the figure.
+    The PNG is drawn on an Agg canvas attached to the figure (savefig then uses it as it is,
+    the same bytes), so its pixels are still there for the raster.
     """
     order = sorted(formats, key=lambda f: (f != "svg", formats.index(f)))
-    out: dict[str, bytes] = {}
+    out: dict[str, bytes | Raster] = {}
     for i, fmt in enumerate(order):
         if i == 1:
             fig.set_layout_engine("none")
+        if fmt == "png" and raster:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            FigureCanvasAgg(fig)  # becomes fig.canvas
         out[fmt] = render_bytes(fig, fmt, dpi=(dpi or {}).get(fmt))
+        if fmt == "png" and raster:
+            pixels = _raster(fig)
+            if pixels is not None:
+                out["raster"] = pixels
     return out
 
 
