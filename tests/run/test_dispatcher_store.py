@@ -639,3 +639,32 @@ def test_latest_records_streams_the_same_rows_as_latest_rows(tmp_path: Path) -> 
     assert got[0]["output_text"] == expected[0]["output_text"]
     with pytest.raises(KeyError):
         got[0]["no such column"]
+
+
+def test_read_columns_after_latest_records_equals_a_fresh_read(tmp_path: Path) -> None:
+    """The parts latest_records read whole are reused by read_columns in the same process:
+    the same table as reading them again, and a part rewritten since is read again."""
+    from sealedeval.store import raw
+    from sealedeval.store.raw import latest_records, read_columns
+
+    d = raw_dir(tmp_path, "golden", "fake")
+    writer = RawWriter(d, flush_rows=5)
+    for i in range(23):
+        row: dict[str, Any] = {c: "" for c in RAW_SCHEMA.names}
+        row |= {"request_key": f"k{i % 9}", "engine": "fake", "status": "ok", "repeat": i}
+        row |= {"rubric_sha256": f"r{i % 2}", "sealed": i % 3 > 0, "seal_commit": "c"}
+        row |= {"seed": i, "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.5, "latency_s": 0.25}
+        row |= {"attempts": 1, "finished_at": "2026-01-01T00:00:00Z"}
+        writer.append(row)
+    writer.close()
+    files = raw_files(tmp_path, "golden")
+    cols = ["engine", "sealed", "seal_commit", "rubric_sha256", "repeat"]
+    raw._HELD.clear()
+    fresh = read_columns(files, cols)
+    latest_records(files)
+    assert set(raw._HELD) == {raw._held_key(p) for p in files}
+    assert read_columns(files, cols).equals(fresh)
+    # a part replaced by other bytes is not served from what was held
+    t = pq.read_table(files[0]).slice(0, 1)
+    pq.write_table(t, files[0])
+    assert read_columns(files, cols).num_rows == fresh.num_rows - (5 - 1)
