@@ -668,3 +668,31 @@ def test_read_columns_after_latest_records_equals_a_fresh_read(tmp_path: Path) -
     t = pq.read_table(files[0]).slice(0, 1)
     pq.write_table(t, files[0])
     assert read_columns(files, cols).num_rows == fresh.num_rows - (5 - 1)
+
+
+def test_a_later_run_in_the_same_second_sorts_after_the_earlier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts are read in name order and a key's first ok row is final, so a run written after
+    another within the same second must sort after it, whatever the random run ids."""
+    from sealedeval.store import raw
+
+    clock = iter(range(1_764_547_200_000_000_000, 1_764_547_201_000_000_000, 1_000_000))
+    monkeypatch.setattr(raw.time, "time_ns", lambda: next(clock))
+    d = raw_dir(tmp_path, "golden", "fake")
+    for run_id in ("ffffffffffff", "000000000000"):  # the later run has the smaller id
+        w = RawWriter(d, flush_rows=1, run_id=run_id)
+        row: dict[str, Any] = {c: "" for c in RAW_SCHEMA.names}
+        row |= {"request_key": "k", "engine": "fake", "status": "ok", "output_text": run_id}
+        row |= {"seed": 0, "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.0, "latency_s": 0.0}
+        row |= {"attempts": 1, "repeat": 0, "sealed": True}
+        w.append(row)
+        w.close()
+    files = raw_files(tmp_path, "golden")
+    assert [f.name.split("-")[2] for f in files] == ["ffffffffffff", "000000000000"]
+    assert files[0].name.startswith("part-20251201T000000000000-")
+    from sealedeval.store.raw import latest_records
+
+    assert latest_records(files)[0]["output_text"] == "ffffffffffff"
+    # an older-form name of the same second sorts first
+    assert files[0].name > "part-20251201T000000-zzz"

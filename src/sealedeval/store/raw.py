@@ -48,6 +48,17 @@ def raw_files(root: Path, suite: str | None = None) -> list[Path]:
     return sorted(p for p in base.rglob("part-*.parquet") if not p.name.startswith("."))
 
 
+def _part_stamp() -> str:
+    """UTC time to the microsecond, as a part name begins (``20261201T234529123456``).
+
+    Parts are read in name order, and among a key's ok rows the first read is final. At
+    whole seconds two runs in the same second (a re-import of an edited log right after the
+    first import) sorted by their random run ids, so the later run's row won half the time.
+    A name of the older form (``20261201T234529-``) sorts before any of the same second."""
+    sec, ns = divmod(time.time_ns(), 1_000_000_000)
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(sec))}{ns // 1000:06d}"
+
+
 class RawWriter:
     """Buffer rows and flush them as atomic Parquet parts (on a background thread).
 
@@ -116,7 +127,7 @@ class RawWriter:
         rows, self._buf = self._buf, []
         if self.max_rows is not None:
             self._target = min(self._target * 2, max(self.max_rows, self.flush_rows))
-        name = f"part-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{self.run_id}-{self._seq:05d}"
+        name = f"part-{_part_stamp()}-{self.run_id}-{self._seq:05d}"
         self._seq += 1
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="raw-writer")
