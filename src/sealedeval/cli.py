@@ -238,7 +238,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     cfg = _cfg(args)
     # the figure workers start now: they import the drawing stack while result.json is built
-    with figures.FigureJob(jobs=args.jobs) as job:
+    with figures.FigureJob(jobs=args.jobs, raster=True) as job:
         text, report = build(cfg)
         write_text_atomic(cfg.root / RESULT, text)
         write_text_atomic(cfg.root / REPORT_MD, report)

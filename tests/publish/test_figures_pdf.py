@@ -302,7 +302,7 @@ def test_pdf_from_the_figure_workers_equals_pdf_from_the_png_files(
     from pypdf import PdfReader
 
     md = render_report(RESULT)
-    with figures.FigureJob(jobs=1) as job:
+    with figures.FigureJob(jobs=1, raster=True) as job:
         job.submit(json.dumps(RESULT))
         from_workers = build_pdf(RESULT, md, job.images())
         assert job.result() == built

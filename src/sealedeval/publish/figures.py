@@ -55,8 +55,8 @@ Rendered = dict[str, bytes | Raster]
 """A figure's bytes per format, and under ``"raster"`` its PNG's pixels for report.pdf."""
 
 
-def _render(spec: FigureSpec, formats: Sequence[str]) -> Rendered:
-    return render_formats(spec.draw(), formats, {"png": PNG_DPI}, raster="png" in formats)
+def _render(spec: FigureSpec, formats: Sequence[str], raster: bool = False) -> Rendered:
+    return render_formats(spec.draw(), formats, {"png": PNG_DPI}, raster=raster)
 
 
 _PLANS: dict[str, list[tuple[str, FigureSpec]]] = {}
@@ -64,12 +64,12 @@ _PLANS: dict[str, list[tuple[str, FigureSpec]]] = {}
 closures, which do not pickle: a worker receives the text and makes them itself, once)."""
 
 
-def _render_from(text: str, i: int, formats: Sequence[str]) -> Rendered:
+def _render_from(text: str, i: int, formats: Sequence[str], raster: bool) -> Rendered:
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if key not in _PLANS:
         _PLANS.clear()
         _PLANS[key] = specs(json.loads(text))
-    return _render(_PLANS[key][i][1], formats)
+    return _render(_PLANS[key][i][1], formats, raster)
 
 
 def default_jobs() -> int:
@@ -89,8 +89,12 @@ class FigureJob:
     jobs give the same bytes), so the order work is done in cannot show in the output.
     """
 
-    def __init__(self, formats: Sequence[str] = FORMATS, jobs: int = 1) -> None:
+    def __init__(
+        self, formats: Sequence[str] = FORMATS, jobs: int = 1, *, raster: bool = False
+    ) -> None:
         self.formats = tuple(formats)
+        # the PNGs' pixels for report.pdf (``images()``), made only when a PDF will use them
+        self.raster = raster and "png" in self.formats
         cpus = default_jobs()
         self.jobs = max(1, min(jobs if jobs > 0 else cpus, cpus))
         self.names: list[str] = []
@@ -114,7 +118,7 @@ class FigureJob:
             raise ValueError(f"figure {twice[0]} is planned twice")
         if self._pool is not None:
             self._pending = [
-                self._pool.submit(_render_from, text, i, self.formats)
+                self._pool.submit(_render_from, text, i, self.formats, self.raster)
                 for i in range(len(self._plan))
             ]
         return self
@@ -124,7 +128,7 @@ class FigureJob:
         if self._pool is not None:
             return self._pending[i].result()
         if i not in self._done:
-            self._done[i] = _render(self._plan[i][1], self.formats)
+            self._done[i] = _render(self._plan[i][1], self.formats, self.raster)
         return self._done[i]
 
     def images(self) -> dict[str, Callable[[], bytes | Raster]]:

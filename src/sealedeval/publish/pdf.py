@@ -234,7 +234,7 @@ def column_widths(rows: Sequence[Sequence[str]], width: float) -> list[float]:
     return [x + (w - x) * k for x, w in zip(least, want, strict=True)]
 
 
-PngSource = Callable[[], "bytes | Raster"]
+ImageSource = Callable[[], "bytes | Raster"]
 """A figure's PNG bytes, or its pixels (publish's figure workers hand those over), asked for
 only when the layout reaches the figure."""
 
@@ -300,7 +300,7 @@ def _file_image(path: Path) -> bytes | Raster:
     return raster_from_png(data) or data
 
 
-def _lazy_image(load: PngSource, width: float, max_height: float) -> Any:
+def _lazy_image(load: ImageSource, width: float, max_height: float) -> Any:
     """A flowable that loads its figure when the layout first measures it: publish builds the
     PDF while its workers are still drawing the later figures, so the text before a figure is
     laid out meanwhile. Scaled to the text width (small figures up: a figure drawn in a
@@ -345,7 +345,7 @@ def _lazy_image(load: PngSource, width: float, max_height: float) -> Any:
 def build_pdf(
     result: Mapping[str, Any],
     report_md: str,
-    figures: Sequence[Path] | Mapping[str, PngSource] = (),
+    figures: Sequence[Path] | Mapping[str, ImageSource] = (),
     anchors: Sequence[str] = (),
 ) -> bytes:
     """The PDF bytes: the summary page of report.md first, then the appendix (the seal and its
@@ -412,12 +412,12 @@ def build_pdf(
         story.extend([t, Spacer(1, 0.2 * cm)])
 
     if isinstance(figures, Mapping):
-        pngs: dict[str, PngSource] = dict(figures)
+        pngs: dict[str, ImageSource] = dict(figures)
     else:
         pngs = {f.stem: partial(_file_image, f) for f in figures}
     placed: set[str] = set()
 
-    def add_figure(load: PngSource, caption: str) -> None:
+    def add_figure(load: ImageSource, caption: str) -> None:
         img = _lazy_image(load, width, A4[1] - FIGURE_MARGIN * cm)
         story.append(KeepTogether([img, Paragraph(_inline(caption), small), Spacer(1, 8)]))
 
