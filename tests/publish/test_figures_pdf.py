@@ -78,6 +78,30 @@ def test_rebuild_in_a_fresh_process_with_two_workers_is_byte_identical(
     assert files == built
 
 
+def _savefig_laid_out(spec: Any) -> dict[str, bytes]:
+    """What render_formats gave before it froze the layout itself: savefig lays the figure
+    out for the SVG (and draws it once with drawing disabled), then "none" keeps the layout
+    and the PNG's savefig draws the figure once more, disabled, before its render."""
+    from sealedeval.render.figures import render_bytes
+
+    fig = spec.draw()
+    svg = render_bytes(fig, "svg")
+    fig.set_layout_engine("none")
+    return {"svg": svg, "png": render_bytes(fig, "png", dpi=figures.PNG_DPI)}
+
+
+def test_one_frozen_layout_gives_what_savefig_laid_out(built: dict[str, bytes]) -> None:
+    """render_formats lays each figure out once and skips savefig's disabled draws: the bytes
+    of every figure of every suite, in both formats, are what savefig's own layout gave."""
+    plan = figures.specs(RESULT)
+    assert len(plan) == len(built) // 2 > 10
+    for suite, spec in plan:
+        want = _savefig_laid_out(spec)
+        name = figures.stem(suite, spec)
+        assert built[f"{name}.svg"] == want["svg"], name
+        assert built[f"{name}.png"] == want["png"], name
+
+
 def test_figures_follow_their_own_data_only(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
     bp = r["suites"]["bloodpanel"]["analysis"]

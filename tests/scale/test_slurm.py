@@ -169,8 +169,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from tests.scale.slurm_cluster import SlurmCluster
 c = SlurmCluster(Path(sys.argv[1]), cpus=1).start()
-subprocess.run(["sbatch", "--wrap", "srun -n1 sleep 600"], env=c.env, check=True,
-               capture_output=True)
+subprocess.run(["sbatch", "--output", str(Path(sys.argv[1]) / "sleep.out"), "--wrap",
+                "srun -n1 sleep 600"], env=c.env, check=True, capture_output=True)
 while not any(j["state"] == "RUNNING" for j in c.jobs()):
     time.sleep(0.2)
 print(" ".join(str(p.pid) for p in c.procs), flush=True)

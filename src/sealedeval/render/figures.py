@@ -11,6 +11,7 @@ metadata (dates, software versions) is removed or fixed, so two builds are byte-
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -143,6 +144,23 @@ def raster_from_png(data: bytes) -> Raster | None:
         return _raster_of(np.asarray(im.convert("RGBA")))
 
 
+def _freeze_layout_svg(fig: Figure) -> None:
+    """Run the figure's layout engine as savefig would for an SVG (on an SVG canvas, at 72
+    dpi), then remove the engine, so the axes keep those positions and no render lays out
+    again. savefig itself follows the layout with a whole draw of the figure with drawing
+    disabled, before the real one; that pass only serves layouts that need a finished draw
+    (``bbox_inches="tight"``), and the bytes are the same without it (a test compares)."""
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    engine = fig.get_layout_engine()
+    if engine is None or not fig.axes:  # Figure.draw lays out only a figure with axes
+        return
+    FigureCanvasSVG(fig)  # becomes fig.canvas: the layout measures text as the SVG will
+    with contextlib.suppress(ValueError):  # as Figure.draw: a layout that cannot fit
+        engine.execute(fig)
+    fig.set_layout_engine(None)
+
+
 def render_formats(
     fig: Figure,
     formats: Sequence[str],
@@ -153,20 +171,25 @@ def render_formats(
     """``{fmt: bytes}`` for every format of ``formats`` from one drawn figure, and with
     ``raster`` the PNG's pixels as ``out["raster"]`` (a ``Raster``, when the PNG is opaque).
 
-    SVG is rendered first, from a fresh figure, so its bytes equal ``render_bytes(fig, "svg")``
-    (report.html embeds the same bytes results/figures/ holds). Then the layout is frozen and
-    the other formats reuse it: constrained layout is half of a render's cost, and running it
-    again from the previous render's positions made the output depend on the render order (the
-    float drift that once moved SVG clip ids). A frozen layout is computed at the SVG's 72 dpi;
-    text sizes are in points, so the raster's positions are the same fractions of the figure.
+    The layout is computed once, as the SVG's savefig would compute it (``_freeze_layout_svg``),
+    and frozen; SVG is rendered first, so its bytes equal ``render_bytes(fig, "svg")`` (report.html
+    embeds the same bytes results/figures/ holds), and the other formats reuse the layout:
+    constrained layout is half of a render's cost, and running it again from the previous
+    render's positions made the output depend on the render order (the float drift that once
+    moved SVG clip ids). A frozen layout is computed at the SVG's 72 dpi; text sizes are in
+    points, so the raster's positions are the same fractions of the figure.
     The PNG is drawn on an Agg canvas attached to the figure (savefig then uses it as it is,
     the same bytes), so its pixels are still there for the raster.
     """
     order = sorted(formats, key=lambda f: (f != "svg", formats.index(f)))
     out: dict[str, bytes | Raster] = {}
+    if order and order[0] == "svg":
+        _freeze_layout_svg(fig)
     for i, fmt in enumerate(order):
         if i == 1:
-            fig.set_layout_engine("none")
+            # None, not "none": "none" leaves a placeholder engine, and savefig still draws
+            # the whole figure once (with drawing disabled) before every later format
+            fig.set_layout_engine(None)
         if fmt == "png" and raster:
             from matplotlib.backends.backend_agg import FigureCanvasAgg
 
