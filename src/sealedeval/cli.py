@@ -248,12 +248,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
         for path in write_scorecards(cfg.root, result):
             print(f"wrote {path}")
         samples = html.read_samples(cfg.root, result)
-        # laid out while the workers draw: each figure is waited for when the layout gets to it
+        # report.html but its figures, then report.pdf, laid out while the workers draw: each
+        # figure is waited for when the layout gets to it
+        parts = html.page_parts(result, samples, job.slots())
         pdf = build_pdf(result, report, job.images(), _pdf_anchors(cfg.root))
         drawn = job.result()
     figures.write_figure_files(cfg.root, drawn)
     print(f"wrote {len(drawn)} figure files under {figures.FIGURES_DIR}/")
-    page = html.render_html(result, samples, html.figure_svgs(result, drawn))
+    page = html.assemble(parts, {stem: drawn[f"{stem}.svg"] for _, stem, _ in job.slots()})
     write_text_atomic(cfg.root / html.REPORT_HTML, page)
     print(f"wrote {html.REPORT_HTML}")
     write_bytes_atomic(cfg.root / REPORT_PDF, pdf)

@@ -30,6 +30,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -240,11 +241,7 @@ def figure_svgs(
 
     if drawn is None:
         drawn = figures.build_figures(result, formats=("svg",))
-    out = []
-    for suite, spec in figures.specs(result):
-        stem = figures.stem(suite, spec)
-        out.append((suite, stem, spec.caption, drawn[f"{stem}.svg"]))
-    return out
+    return [(s, stem, c, drawn[f"{stem}.svg"]) for s, stem, c in figure_slots(result)]
 
 
 # -- samples -----------------------------------------------------------------------------------
@@ -672,13 +669,31 @@ def _browser_html() -> str:
 </section>"""
 
 
-def render_html(
+@dataclass(frozen=True)
+class FigureSlot:
+    """Where a figure goes in the page: its SVG is inlined by ``assemble`` (publish lays out
+    everything else while the figure workers draw)."""
+
+    stem: str
+    number: int
+    caption_html: str
+
+
+def figure_slots(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """``(suite, stem, caption)`` for every figure of ``result``, in report order (nothing
+    is drawn)."""
+    from sealedeval.publish import figures
+
+    return [(s, figures.stem(s, spec), spec.caption) for s, spec in figures.specs(result)]
+
+
+def page_parts(
     result: Mapping[str, Any],
     samples: Sequence[Mapping[str, Any]],
-    figures: Sequence[tuple[str, str, str, bytes]],
-) -> str:
-    """The page's text from result.json's dict, the samples and the drawn figures: a pure
-    function (two builds from the same inputs are byte-identical)."""
+    figures: Sequence[tuple[str, str, str]],
+) -> list[str | FigureSlot]:
+    """The page as text pieces and ``FigureSlot``s, from result.json's dict, the samples and
+    the figures' ``(suite, stem, caption)``; ``assemble`` puts the SVGs in."""
     script = _asset("report.js")
     script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (
@@ -687,7 +702,7 @@ def render_html(
     )
     title = f"{result.get('project', '')} — evaluation report"
     suites = list(result.get("suites", {}))
-    out = [
+    out: list[str | FigureSlot] = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
@@ -707,12 +722,9 @@ def render_html(
         figs = [f for f in figures if f[0] == name]
         if figs:
             out.append(f"<h3>{_e(name)}: figures</h3>")
-        for _, stem, caption, svg in figs:
+        for _, stem, caption in figs:
             number += 1
-            out.append(
-                f'<figure id="fig-{_e(stem)}">{inline_svg(svg, f"f{number}")}'
-                f"<figcaption>Figure {number}. {inline_md(caption)}</figcaption></figure>"
-            )
+            out.append(FigureSlot(stem, number, inline_md(caption)))
         out.append("</section>")
     out.append(_browser_html())
     out += _engines_html(result)
@@ -722,7 +734,32 @@ def render_html(
     for i, chunk in enumerate(sample_chunks(samples)):
         out.append(f'<script type="application/octet-stream" id="se-c{i}">{chunk}</script>')
     out.append(f"<script>{script}</script></body></html>")
+    return out
+
+
+def assemble(parts: Sequence[str | FigureSlot], svgs: Mapping[str, bytes]) -> str:
+    """The page's text: ``parts`` with each slot's SVG (``svgs[stem]``) inlined."""
+    out = []
+    for part in parts:
+        if isinstance(part, FigureSlot):
+            n = part.number
+            part = (
+                f'<figure id="fig-{_e(part.stem)}">{inline_svg(svgs[part.stem], f"f{n}")}'
+                f"<figcaption>Figure {n}. {part.caption_html}</figcaption></figure>"
+            )
+        out.append(part)
     return "\n".join(out) + "\n"
+
+
+def render_html(
+    result: Mapping[str, Any],
+    samples: Sequence[Mapping[str, Any]],
+    figures: Sequence[tuple[str, str, str, bytes]],
+) -> str:
+    """The page's text from result.json's dict, the samples and the drawn figures: a pure
+    function (two builds from the same inputs are byte-identical)."""
+    parts = page_parts(result, samples, [(s, stem, c) for s, stem, c, _ in figures])
+    return assemble(parts, {stem: svg for _, stem, _, svg in figures})
 
 
 def build_html(
