@@ -25,8 +25,9 @@ Bytecode is cached in both (``PYTHONDONTWRITEBYTECODE`` is dropped; a user's ins
 Prints both totals (each command's fastest of ``--reps`` repetitions, the two codes alternating
 in every pass, summed), per command, and the ratio earlier / now (target: at least 2), then the
 dvc.yaml analysis stage timed as Snakemake runs it (fastest repetition). Measurements are in
-docs/benchmarks.md (2026-12-02 at 5075304, main-job venv, 5 repetitions: commands 10.7 s →
-4.9 s, 2.17x; the Snakemake stage 12.8 s → 7.8 s, 1.64x).
+docs/benchmarks.md (2026-12-02, main-job venv, 5 repetitions: at 5075304 commands 10.7 s →
+4.9 s, 2.17x, the Snakemake stage 12.8 s → 7.8 s, 1.64x; at 30a5221, the machine slower that
+hour, 11.6 s → 5.6 s, 2.07x, and 12.2 s → 8.2 s, 1.49x).
 """
 
 from __future__ import annotations
