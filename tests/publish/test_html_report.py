@@ -340,7 +340,13 @@ def test_view_serves_the_report_on_loopback_and_stops_on_ctrl_c() -> None:
         with urllib.request.urlopen(f"{base}/result.json", timeout=10) as r:
             assert json.loads(r.read())["suites"]
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # say what it was doing (one CI run timed out at 10 s)
+            proc.kill()
+            out, err = proc.communicate(timeout=10)
+            raise AssertionError(f"view still running 30 s after Ctrl-C:\n{out}\n{err}") from None
+        assert rc == 0
     finally:
         if proc.poll() is None:
             proc.kill()
