@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import pyarrow.compute as pc
 
@@ -290,6 +290,10 @@ def _run_suite(
     return stats
 
 
+FIRST_ERROR_CHARS: Final = 160
+"""Characters of the circuit's first error quoted in ``run``'s one line (its rows keep more)."""
+
+
 @dataclass(frozen=True)
 class RunFailure:
     """Why a run failed: ``reason`` short, for the ledger and the status table (``unreachable:
@@ -310,7 +314,7 @@ def run_failure(
         called = "call" if trip.calls == 1 else "calls"
         line = (
             f"{suite}/{ecfg.name}: engine {trip.reason}{at} (circuit open after {trip.calls} "
-            f"failed {called} and no success, first: {trip.first_error}; "
+            f"failed {called} and no success, first: {trip.first_error[:FIRST_ERROR_CHARS]}; "
             f"{stats.not_called} of {made} requests recorded as errors without a call); "
             "fix the engine's config and rerun: the errored requests are asked again"
         )
