@@ -559,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--allow-errors",
         action="store_true",
-        help="exit 0 even when more calls errored than the engine's fail_on_error allows",
+        help="exit 0 even when more calls errored than the engine's fail_on_error allows "
+        "or its circuit opened (the engine did not answer; its ledger entry still says failed)",
     )
     s.set_defaults(fn=cmd_run)
 

@@ -6,13 +6,20 @@ clients, ``tests/bloodpanel/test_bloodpanel_kantesti.py``); these pin the rules 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
+import errno
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from sealedeval.engines import http
+from sealedeval.engines.base import EngineError
 
 
 @pytest.mark.parametrize(
@@ -77,3 +84,133 @@ def test_transport_error_timeouts_and_connection_failures() -> None:
         wrapped = http.transport_error(e, 1.0)
     assert wrapped.kind == "connection" and str(wrapped) == "OSError: reset by peer"
     assert http.transport_error(ConnectionResetError("gone"), 1.0).kind == "connection"
+
+
+# -- what says "this engine cannot answer at all" (the circuit breaker's input) ---------------
+
+
+def _raised_from(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as e:
+            raise outer from e
+    except BaseException as e:
+        return e
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
+        (ConnectionRefusedError(errno.ECONNREFUSED, "refused"), http.REFUSED),
+        (OSError(errno.ECONNREFUSED, "Connect call failed"), http.REFUSED),
+        (_raised_from(httpx.ConnectError("All connection attempts failed"),
+                      ConnectionRefusedError(errno.ECONNREFUSED, "x")), http.REFUSED),
+        (_raised_from(httpx.ConnectError("[Errno -2]"), socket.gaierror(-2, "not known")),
+         http.NOT_RESOLVED),
+        (ssl.SSLCertVerificationError("certificate verify failed"), http.TLS_FAILED),
+        (ExceptionGroup("all", [ConnectionRefusedError(errno.ECONNREFUSED, "x")]), http.REFUSED),
+        (ConnectionResetError(errno.ECONNRESET, "reset by peer"), ""),
+        (_raised_from(httpx.RemoteProtocolError("closed"), OSError("eof")), ""),
+        (OSError("no errno"), ""),
+    ],
+)  # fmt: skip
+def test_unreachable_reason_reads_the_wrapped_cause(exc: BaseException, reason: str) -> None:
+    assert http.unreachable_reason(exc) == reason
+    err = http.transport_error(exc, 1.0)
+    assert err.kind == "connection" and err.unreachable == reason and err.retryable
+
+
+@pytest.fixture
+def not_tls_port() -> Iterator[int]:
+    """A loopback port that answers plain HTTP bytes to anyone (so TLS to it fails)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            with c:
+                c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        yield int(srv.getsockname()[1])
+    finally:
+        stop.set()
+        t.join(timeout=5)
+        srv.close()
+
+
+@pytest.mark.parametrize("client", ["aiohttp", "httpx"])
+def test_real_unreachable_failures_are_classified_by_both_clients(
+    client: str, not_tls_port: int
+) -> None:
+    """A bound, not listening loopback port (refused), a ``.invalid`` name (RFC 6761: never
+    resolves; only the local resolver is asked) and TLS to a plain-HTTP port, through each
+    client the engines use: what they raise is classified as the breaker needs."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    cases = {
+        f"http://127.0.0.1:{closed.getsockname()[1]}/v1/chat/completions": http.REFUSED,
+        "http://nonexistent.invalid/v1/chat/completions": http.NOT_RESOLVED,
+        f"https://127.0.0.1:{not_tls_port}/v1/chat/completions": http.TLS_FAILED,
+    }
+
+    async def post(url: str) -> BaseException:
+        try:
+            if client == "aiohttp":
+                import aiohttp
+
+                async with (
+                    aiohttp.ClientSession() as s,
+                    s.post(url, data=b"{}", timeout=aiohttp.ClientTimeout(total=20)) as r,
+                ):
+                    raise AssertionError(f"{url} answered {r.status}")
+            async with httpx.AsyncClient(timeout=20) as c:
+                r = await c.post(url, content=b"{}")
+                raise AssertionError(f"{url} answered {r.status_code}")
+        except AssertionError:
+            raise
+        except Exception as e:
+            return e
+
+    try:
+        for url, reason in cases.items():
+            err = http.transport_error(asyncio.run(post(url)), 20.0)
+            assert (err.kind, err.unreachable) == ("connection", reason), (url, str(err))
+    finally:
+        closed.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (401, "credentials rejected (HTTP 401)"),
+        (403, "access denied (HTTP 403)"),
+        (404, "no such endpoint or model (HTTP 404)"),
+        (400, ""),
+        (413, ""),
+        (429, ""),
+        (500, ""),
+        (503, ""),
+    ],
+)
+def test_engine_unusable_names_only_engine_level_statuses(status: int, reason: str) -> None:
+    assert http.engine_unusable(http.status_error(status, {}, "body")) == reason
+
+
+def test_engine_unusable_for_transport_and_answer_failures() -> None:
+    refused = http.transport_error(ConnectionRefusedError(errno.ECONNREFUSED, "x"), 1.0)
+    assert http.engine_unusable(refused) == "unreachable: connection refused"
+    assert http.engine_unusable(http.transport_error(TimeoutError(), 1.0)) == ""
+    assert http.engine_unusable(http.transport_error(ConnectionResetError(), 1.0)) == ""
+    # a refusal without an HTTP status (a kind's own validation) is about the request
+    assert http.engine_unusable(EngineError("refused", "param 'x' not supported")) == ""

@@ -326,6 +326,15 @@ class _Handler(BaseHTTPRequestHandler):
                 _error_body("Request body must be a JSON object", "invalid_request_error", None),
             )
             return
+        if fake.api_key is not None and headers.get("authorization") != f"Bearer {fake.api_key}":
+            given = headers.get("authorization", "").removeprefix("Bearer ")
+            fake._record(path, headers, body, "auth")
+            # echoes the key it was given, as a careless server would: the client must scrub it
+            self._send_json(
+                401,
+                _error_body(f"Incorrect API key provided: {given}", "invalid_request_error", None),
+            )
+            return
         fault = fake._choose_fault(body)
         fake._record(path, headers, body, fault)
         self._serve_completion(body, fault)
@@ -377,7 +386,9 @@ class FakeOpenAI:
     requests whose last user message contains the marker (first matching marker with
     entries left wins; exhausted -> normal; ``"ok"`` -> normal this time). Otherwise, with
     probability ``fault_rate`` a request gets a kind drawn from ``fault_kinds`` using
-    ``random.Random(seed)`` (reproducible for sequential requests).
+    ``random.Random(seed)`` (reproducible for sequential requests). With ``api_key``, a
+    chat request without ``Authorization: Bearer <api_key>`` is answered 401 (recorded with
+    fault ``"auth"``), its message echoing the key it was sent.
     """
 
     def __init__(
@@ -392,6 +403,7 @@ class FakeOpenAI:
         retry_after: str | None = "0.05",
         hang_s: float = 5.0,
         model: str = "fake-model",
+        api_key: str | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
@@ -415,6 +427,7 @@ class FakeOpenAI:
         self.retry_after = retry_after
         self.hang_s = hang_s
         self.model = model
+        self.api_key = api_key
 
         self.requests: list[Recorded] = []
         self.in_flight = 0

@@ -254,3 +254,16 @@ def test_tiny_build_prints_progress_and_one_table_of_every_run(
     for key in runs:
         assert table[key]["outcome"] == "done" and table[key]["error"] == "0"
         assert int(table[key]["ok"]) == int(table[key]["planned"]) > 0
+
+
+def test_status_says_failed_with_the_reason_cut_to_its_width() -> None:
+    base = {"kind": "run", "suite": "a", "engine": "x", "shard": [0, 1], "planned": 3, "ok": 0,
+            "error": 3, "skipped": 0, "errors_by_kind": {"connection": 3},
+            "started_at": "2026-01-01T00:00:00.000000Z",
+            "finished_at": "2026-01-01T00:00:01.000000Z"}  # fmt: skip
+    failed = {**base, "outcome": "failed", "reason": "unreachable: connection refused"}
+    assert pg.status_rows([failed])[0][-1] == "failed: unreachable: connection refused"
+    long = {**failed, "engine": "y", "reason": "r" * 200}
+    cell = pg.status_rows([long])[0][-1]
+    assert cell == "failed: " + "r" * (pg.REASON_CHARS - 1) + "…"
+    assert pg.status_rows([{**base, "outcome": "done"}])[0][-1] == "done"

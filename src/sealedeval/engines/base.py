@@ -97,7 +97,8 @@ class Completion:
 
 
 class EngineError(Exception):
-    """A classified failure. ``retry_after`` is the server's hint in seconds, if it gave one."""
+    """A classified failure. ``retry_after`` is the server's hint in seconds, if it gave one;
+    ``unreachable`` says why a ``connection`` failure means the host cannot be reached at all."""
 
     def __init__(
         self,
@@ -107,12 +108,17 @@ class EngineError(Exception):
         retry_after: float | None = None,
         response: dict[str, Any] | None = None,
         output_text: str = "",
+        unreachable: str = "",
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
         self.response = response or {}
         self.output_text = output_text
+        self.unreachable = unreachable
+        """For a ``connection`` error: why no exchange could even start with the configured
+        host (``engines.http.unreachable_reason``: connection refused, name not resolved, TLS
+        failure), else "". The dispatcher's circuit breaker reads it (``run.retry``)."""
 
     @property
     def retryable(self) -> bool:

@@ -7,7 +7,13 @@ same failure the same way, whichever HTTP client it uses:
   server's Retry-After, if usable), any other 4xx → ``refused`` (the same request would be
   refused again: bad credentials, a bad request);
 - a transport failure (``transport_error``): a client, connect or read timeout → ``timeout``;
-  anything else that broke the exchange (refused, reset, a garbled response) → ``connection``.
+  anything else that broke the exchange (refused, reset, a garbled response) → ``connection``,
+  with ``EngineError.unreachable`` set when no exchange could even start (connection refused,
+  host name not resolved, TLS failure: ``unreachable_reason``).
+
+``engine_unusable`` names the failures that say the engine *as configured* cannot answer any
+request (unreachable, or HTTP 401 / 403 / 404): the dispatcher's circuit breaker
+(``run.retry.CircuitBreaker``) stops an engine whose first calls all fail that way.
 
 What a 2xx body must look like is each kind's own business (``malformed`` when it does not).
 Nothing here imports an HTTP client: httpx is recognised only if something already imported it.
@@ -15,6 +21,9 @@ Nothing here imports an HTTP client: httpx is recognised only if something alrea
 
 from __future__ import annotations
 
+import errno
+import socket
+import ssl
 import sys
 import time
 from collections.abc import Mapping
@@ -72,6 +81,75 @@ def status_error(status: int, headers: Mapping[str, str], text: str) -> EngineEr
     return EngineError("refused", f"HTTP {status}: {text[:TEXT_IN_MESSAGE]}", response=info)
 
 
+REFUSED: Final = "connection refused"
+NOT_RESOLVED: Final = "host name not resolved"
+TLS_FAILED: Final = "TLS failure"
+
+HTTP_UNUSABLE: Final = {
+    401: "credentials rejected (HTTP 401)",
+    403: "access denied (HTTP 403)",
+    404: "no such endpoint or model (HTTP 404)",
+}
+"""HTTP statuses that say the engine's URL, model or key is wrong rather than one request:
+credentials and permissions belong to the engine, and a chat-completions endpoint answers 404
+only for a wrong path or an unknown model. (403 is also what some gateways answer for one
+flagged prompt, and a 404 could be one request's model override: so only a streak of them
+opens the circuit, see ``run.retry.CircuitBreaker``.)"""
+
+AUTH_STATUS: Final = 401
+"""The one status that opens the circuit on its own: a key is the engine's, never a request's."""
+
+
+def _wrapped(e: BaseException) -> list[BaseException]:
+    """``e`` and every exception it wraps (cause, context, aiohttp's ``os_error`` and
+    ``certificate_error``, exception groups), each once, outermost first."""
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        x = todo.pop(0)
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        out.append(x)
+        todo += [x.__cause__, x.__context__]
+        for attr in ("os_error", "certificate_error"):
+            inner = getattr(x, attr, None)
+            if isinstance(inner, BaseException):
+                todo.append(inner)
+        if isinstance(x, BaseExceptionGroup):
+            todo += list(x.exceptions)
+    return out
+
+
+def unreachable_reason(e: BaseException) -> str:
+    """Why no exchange could start with the host, from the exception ``e`` and what it wraps:
+    ``REFUSED`` (nothing listens at that port), ``NOT_RESOLVED`` (DNS has no such name) or
+    ``TLS_FAILED`` (handshake or certificate); "" for anything else (a reset, a timeout, a
+    garbled answer), which may well succeed when asked again."""
+    for x in _wrapped(e):
+        if isinstance(x, socket.gaierror):
+            return NOT_RESOLVED
+        if isinstance(x, ssl.SSLError):  # includes ssl.CertificateError
+            return TLS_FAILED
+        if isinstance(x, ConnectionRefusedError) or (
+            isinstance(x, OSError) and x.errno == errno.ECONNREFUSED
+        ):
+            return REFUSED
+    return ""
+
+
+def engine_unusable(e: EngineError) -> str:
+    """A short reason when ``e`` says the engine as configured cannot answer any request:
+    ``"unreachable: connection refused"``, ``"credentials rejected (HTTP 401)"``, ...; "" when
+    ``e`` may be about this request or this moment only (429, 5xx, timeouts, resets, other
+    4xx, malformed answers)."""
+    if e.unreachable:
+        return f"unreachable: {e.unreachable}"
+    status = e.response.get("status") if e.kind == "refused" else None
+    return HTTP_UNUSABLE.get(status, "") if isinstance(status, int) else ""
+
+
 def transport_error(e: BaseException, timeout_s: float) -> EngineError:
     """A transport failure → ``timeout`` or ``connection``, whichever library raised it.
 
@@ -87,4 +165,6 @@ def transport_error(e: BaseException, timeout_s: float) -> EngineError:
         is_timeout = httpx_mod is not None and isinstance(e, httpx_mod.TimeoutException)
     if is_timeout:
         return EngineError("timeout", f"{type(cause).__name__} after {timeout_s}s")
-    return EngineError("connection", f"{type(cause).__name__}: {cause}")
+    return EngineError(
+        "connection", f"{type(cause).__name__}: {cause}", unreachable=unreachable_reason(e)
+    )

@@ -17,6 +17,12 @@ A retry's wait is shown on the progress bar and, when it is long (``WAIT_LINE_S`
 server asked for it (Retry-After), as a line on stderr: a run waiting out a rate limit must
 not look hung. Prompt-cache tokens (``Completion.cache_write_tokens`` / ``cache_read_tokens``)
 are summed over every call a row's solver makes and priced apart (``cost_usd``).
+
+Every call goes through the run's circuit breaker (``run.retry.CircuitBreaker``): an engine
+whose first calls are refused, unresolvable, fail TLS or are rejected with 401/403/404 stops
+within those calls, and each request not called becomes an error row that says so (``attempts``
+0), so the counts still add up and a rerun asks them again. The API key, if a server echoed
+it, is scrubbed from every error row.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -35,8 +41,15 @@ from sealedeval import __version__
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, Engine, EngineError, Request
+from sealedeval.errors import UserError
 from sealedeval.run.gcpolicy import quiet_gc
-from sealedeval.run.retry import DEFAULT_RETRY_AFTER_MAX_S, Attempts, RetryPolicy, with_retries
+from sealedeval.run.retry import (
+    DEFAULT_RETRY_AFTER_MAX_S,
+    Attempts,
+    CircuitBreaker,
+    RetryPolicy,
+    with_retries,
+)
 from sealedeval.run.solvers import CallFn, Solver, SolveResult, get_solver, single_call
 
 __all__ = ["CallFn", "Dispatcher", "RunStats", "SolveResult", "Solver", "single_call"]
@@ -53,12 +66,16 @@ class RunStats:
     error: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
     bugs: list[BaseException] = field(default_factory=list)
+    not_called: int = 0
+    """Error rows of requests the open circuit did not call (part of ``error``)."""
 
     def line(self) -> str:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.by_kind.items())) or "none"
+        n = self.not_called
+        unasked = f", of which not called (circuit open) {n}" if n else ""
         return (
             f"requested {self.requested}, skipped (already ok) {self.skipped}, "
-            f"ok {self.ok}, error {self.error} ({kinds})"
+            f"ok {self.ok}, error {self.error} ({kinds}){unasked}"
         )
 
 
@@ -74,6 +91,10 @@ def now_iso() -> str:
         _second[0], _second[1] = sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
     return f"{_second[1]}.{int((t - sec) * 1_000_000):06d}Z"
 
+
+MIN_SCRUBBED: Final = 8
+"""Keys shorter than this are not scrubbed: replacing a 3-letter test key would mangle words;
+real provider keys are tens of characters."""
 
 WAIT_LINE_S: Final = 5.0
 """Retry waits at least this long get their own stderr line (shorter ones only the bar's)."""
@@ -93,6 +114,22 @@ def cost_usd(
     return (total + tokens_out * cfg.price_out_per_mtok) / 1e6
 
 
+def key_scrubber(cfg: EngineConfig) -> Callable[[str], str]:
+    """A function that writes the engine's API key, wherever a server echoed it, as ``***``
+    (identity when the engine has no key, or an unset key variable: no call would carry it)."""
+    try:
+        key = cfg.api_key()
+    except UserError:
+        key = None
+    if not key or len(key) < MIN_SCRUBBED:
+        return lambda text: text
+
+    def scrub(text: str) -> str:
+        return text.replace(key, "***") if key in text else text
+
+    return scrub
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -104,10 +141,12 @@ class Dispatcher:
         progress: bool = True,
         status: IO[str] | None = None,
         label: str | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         """``progress``: the tqdm bar on stderr; ``status``: a stream for throttled one-line
         status reports (``run.progress.StatusLines``), labelled ``label`` (default
-        ``suite/engine``)."""
+        ``suite/engine``); ``breaker``: the run's circuit breaker (shared by a run's phases;
+        default: a new one per ``run``)."""
         self.engine = engine
         self.status = status
         self.label = label
@@ -123,6 +162,9 @@ class Dispatcher:
             float(self.cfg.extra.get("retry_after_max_s", DEFAULT_RETRY_AFTER_MAX_S)),
         )
         self._bar: Any = None
+        self.scrub = key_scrubber(self.cfg)
+        self.given_breaker = breaker
+        self.breaker = breaker or CircuitBreaker(scrub=self.scrub)
         # Fields every row of this dispatcher shares, in RAW_SCHEMA order with the per-row ones.
         self._const = {
             "engine": self.cfg.name,
@@ -175,6 +217,8 @@ class Dispatcher:
         def on_wait(wait: float, e: EngineError, attempt: int) -> None:
             self._waiting(req, wait, e, attempt)
 
+        breaker = self.breaker
+
         async def call(r: Request) -> Completion:
             c = await with_retries(
                 lambda: engine.complete(r),
@@ -182,6 +226,8 @@ class Dispatcher:
                 seed=zlib.crc32(r.request_key.encode()),
                 attempts=attempts,
                 on_wait=on_wait,
+                sleep=breaker.sleep,
+                breaker=breaker,
             )
             cache[0] += c.cache_write_tokens
             cache[1] += c.cache_read_tokens
@@ -189,21 +235,25 @@ class Dispatcher:
 
         started, t0 = now_iso(), time.perf_counter()
         try:
+            if breaker.trip is not None:
+                stats.not_called += 1
+                raise breaker.not_called()
             # An engine that replays whole recorded rows is served by the ``replay`` solver.
             name = "replay" if getattr(engine, "replays_rows", False) else req.solver
             solver = self.solver or get_solver(name)
             res = await solver(engine, req, call)
         except EngineError as e:
             row = self._row(req, started, t0, attempts.n)
-            row["status"], row["error_kind"], row["error_message"] = "error", e.kind, str(e)[:500]
-            row["response"] = compact(e.response)
-            row["output_text"] = e.output_text
+            row["status"], row["error_kind"] = "error", e.kind
+            row["error_message"] = self.scrub(str(e))[:500]
+            row["response"] = self.scrub(compact(e.response))
+            row["output_text"] = self.scrub(e.output_text)
             stats.error += 1
             stats.by_kind[e.kind] += 1
         except Exception as e:  # a harness bug: keep the row, surface the bug at the end
             row = self._row(req, started, t0, attempts.n)
             row["status"], row["error_kind"] = "error", "harness"
-            row["error_message"] = f"{type(e).__name__}: {e}"[:500]
+            row["error_message"] = self.scrub(f"{type(e).__name__}: {e}")[:500]
             stats.error += 1
             stats.by_kind["harness"] += 1
             stats.bugs.append(e)
@@ -238,6 +288,8 @@ class Dispatcher:
             mininterval=1.0,
         )
         self._bar = bar
+        if self.given_breaker is None:
+            self.breaker = CircuitBreaker(scrub=self.scrub)  # each run starts closed
         lines = None
         if self.status is not None:
             from sealedeval.run.progress import StatusLines

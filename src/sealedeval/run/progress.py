@@ -13,7 +13,8 @@ first and a last line, so many parallel runs stay readable in Snakemake's output
 
 ``status_table`` is the end-of-build summary (``sealedeval status``, printed by the workflow's
 ``onsuccess``/``onerror`` handlers): one row per run in the ledger — calls planned, ok, skipped
-(already ok), errors by kind, wall time, outcome.
+(already ok), errors by kind, wall time, outcome (``done``, ``interrupted``, or ``failed: `` and
+the ledger's short reason, e.g. ``failed: unreachable: connection refused``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ EVERY_FRACTION: Final = 0.05
 
 MIN_GAP_S: Final = 1.0
 """... but never twice within a second: a 10,000-calls/s run would print its 20 lines at once."""
+
+REASON_CHARS: Final = 60
+"""A failed run's reason is cut to this many characters in the status table (the ledger and
+the run's own error line keep all of it)."""
 
 
 class _Stats(Protocol):
@@ -232,11 +237,23 @@ def status_rows(
                 str(error),
                 kind_text or "-",
                 duration(_seconds(e.get("started_at"), e.get("finished_at"))),
-                str(e.get("outcome", "")),
+                outcome_text(e),
             ]
         )
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     return rows
+
+
+def outcome_text(entry: Mapping[str, Any]) -> str:
+    """The outcome cell: ``done``, ``interrupted``, ``failed: <reason>`` (cut to
+    ``REASON_CHARS``)."""
+    outcome = str(entry.get("outcome", ""))
+    reason = str(entry.get("reason") or "")
+    if not reason:
+        return outcome
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 1] + "…"
+    return f"{outcome}: {reason}"
 
 
 def status_table(rows: list[list[str]]) -> str:

@@ -3,6 +3,11 @@
 Resume is by request key: keys already answered ok under the current seal are skipped, errored
 keys are asked again (a new row is appended; the old error row stays as history). Raw rows sealed
 under a *different* rubric hash are refused rather than mixed: a re-sealed rubric needs new runs.
+
+A run fails (its ledger entry's ``outcome`` is ``failed`` with a ``reason``, and ``run`` exits 2
+with one line) when the engine's circuit opened (``run.retry.CircuitBreaker``: the engine could
+not answer at all) or when more calls ended in error than ``fail_on_error`` allows; every
+request still has its row, so a rerun after the fix asks exactly the errored ones again.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import pyarrow.compute as pc
 
@@ -26,8 +31,9 @@ from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.keys import suite_seed
 from sealedeval.plugins import Suite, get_suite
-from sealedeval.run.dispatcher import Dispatcher, RunStats, now_iso
+from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso
 from sealedeval.run.gcpolicy import quiet_gc
+from sealedeval.run.retry import CircuitBreaker, Trip
 from sealedeval.seal import lock
 from sealedeval.store.raw import (
     RawRecord,
@@ -146,8 +152,11 @@ def run_suite(
     status: IO[str] | None = None,
 ) -> RunStats:
     """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``);
-    fail (``UserError``) when more calls ended in error than the engine's ``fail_on_error``
-    allows, unless ``allow_errors``. ``status`` receives throttled one-line progress reports
+    fail (``UserError``, one line) when the engine's circuit opened or more calls ended in error
+    than the engine's ``fail_on_error`` allows, unless ``allow_errors`` (then the line is a
+    warning on stderr). ``fail_on_error`` tolerates errors among answered calls; an open circuit
+    means no call was answered, so only ``allow_errors`` lets it pass, and its ledger entry says
+    ``failed`` either way. ``status`` receives throttled one-line progress reports
     (``run.progress``; the run rule points it at Snakemake's stderr)."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
@@ -201,6 +210,7 @@ def _run_suite(
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
     writer = RawWriter(out_dir, flush_rows=flush_rows, max_rows=max_part_rows)
+    breaker = CircuitBreaker(scrub=key_scrubber(ecfg))  # one per run: phase 2 shares it
 
     def followups() -> list[Request]:
         """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
@@ -217,7 +227,7 @@ def _run_suite(
         return [r for r in more if r.request_key not in done2]
 
     started = now_iso()
-    outcome = "interrupted"
+    outcome, failure = "interrupted", None
     try:
         later = None if todo else followups()
         if todo or later:
@@ -235,14 +245,28 @@ def _run_suite(
                         status=status,
                         label=f"{suite_name}/{engine_name}"
                         + (f" shard {shard[0] + 1}/{shard[1]}" if shard else ""),
+                        breaker=breaker,
                     )
                 )
             finally:
                 signal.signal(signal.SIGTERM, old)
                 writer.close()
-        outcome = "done"
+        failure = run_failure(stats, breaker.trip, ecfg, suite_name, allow_errors=allow_errors)
+        outcome = "done" if failure is None else "failed"
     finally:
-        _ledger(cfg, p, engine_name, engine.model, requests, shard, writer, stats, started, outcome)
+        _ledger(
+            cfg,
+            p,
+            engine_name,
+            engine.model,
+            requests,
+            shard,
+            writer,
+            stats,
+            started,
+            outcome,
+            failure.reason if failure is not None else "",
+        )
     marker: dict[str, Any] = {
         "suite": suite_name,
         "engine": engine_name,
@@ -259,9 +283,48 @@ def _run_suite(
     write_text_atomic(out_dir / marker_name(shard), dumps(marker))
     if stats.bugs:
         raise stats.bugs[0]
-    if not allow_errors:
-        check_errors(stats, ecfg, suite_name)
+    if failure is not None:
+        if not allow_errors:
+            raise UserError(failure.line)
+        print(f"warning: {failure.line}", file=sys.stderr)
     return stats
+
+
+FIRST_ERROR_CHARS: Final = 160
+"""Characters of the circuit's first error quoted in ``run``'s one line (its rows keep more)."""
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a run failed: ``reason`` short, for the ledger and the status table (``unreachable:
+    connection refused``), ``line`` the one line ``run`` prints."""
+
+    reason: str
+    line: str
+
+
+def run_failure(
+    stats: RunStats, trip: Trip | None, ecfg: EngineConfig, suite: str, *, allow_errors: bool
+) -> RunFailure | None:
+    """The run's failure, if any: its circuit opened (whatever ``allow_errors``: the engine did
+    not answer), or, unless ``allow_errors``, more errors than ``fail_on_error`` allows."""
+    if trip is not None:
+        at = f" at {ecfg.base_url}" if ecfg.base_url else ""
+        made = stats.ok + stats.error
+        called = "call" if trip.calls == 1 else "calls"
+        line = (
+            f"{suite}/{ecfg.name}: engine {trip.reason}{at} (circuit open after {trip.calls} "
+            f"failed {called} and no success, first: {trip.first_error[:FIRST_ERROR_CHARS]}; "
+            f"{stats.not_called} of {made} requests recorded as errors without a call); "
+            "fix the engine's config and rerun: the errored requests are asked again"
+        )
+        return RunFailure(trip.reason, line)
+    if allow_errors:
+        return None
+    policy = error_policy_failure(stats, ecfg, suite)
+    if policy is None:
+        return None
+    return RunFailure(f"{stats.error} of {stats.ok + stats.error} calls ended in error", policy)
 
 
 def errors_allowed(made: int, threshold: float) -> float:
@@ -269,17 +332,19 @@ def errors_allowed(made: int, threshold: float) -> float:
     return threshold * made if 0 < threshold < 1 else threshold
 
 
-def check_errors(stats: RunStats, ecfg: EngineConfig, suite: str) -> None:
-    """A run that ends with more errors than the engine's ``fail_on_error`` allows fails loudly
-    (exit 2, one line with the summary). Its rows are stored: a rerun retries the errored keys."""
+def error_policy_failure(stats: RunStats, ecfg: EngineConfig, suite: str) -> str | None:
+    """The one line of a run that ends with more errors than the engine's ``fail_on_error``
+    allows (``run`` exits 2 with it), else None. Its rows are stored: a rerun retries the
+    errored keys."""
     made = stats.ok + stats.error
     if stats.error and stats.error > errors_allowed(made, ecfg.fail_on_error):
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_kind.items()))
-        raise UserError(
+        return (
             f"{suite}/{ecfg.name}: {stats.error} of {made} calls ended in error after retries "
             f"({kinds}), more than fail_on_error {ecfg.fail_on_error:g} allows; the rows are "
             "stored: rerun to retry them, or pass --allow-errors"
         )
+    return None
 
 
 def _say_design(cfg: Config, suite: str, engine: str) -> None:
@@ -303,8 +368,10 @@ def _ledger(
     stats: RunStats,
     started: str,
     outcome: str,
+    reason: str = "",
 ) -> None:
-    """Append this run's ledger entry: what was planned, what was written, under which seal."""
+    """Append this run's ledger entry: what was planned, what was written, under which seal,
+    and how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``)."""
     from sealedeval.fsutil import sha256_file
     from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
@@ -341,6 +408,7 @@ def _ledger(
             "errors_by_kind": dict(sorted(stats.by_kind.items())),
             "skipped": stats.skipped,
             "outcome": outcome,
+            **({"reason": reason} if reason else {}),
             "started_at": started,
             "finished_at": now_iso(),
         },
@@ -374,17 +442,34 @@ async def _dispatch(
     *,
     status: IO[str] | None = None,
     label: str | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> None:
     await engine.start()
     try:
         if todo:
-            d = Dispatcher(engine, writer, p.seal, progress=progress, status=status, label=label)
+            d = Dispatcher(
+                engine,
+                writer,
+                p.seal,
+                progress=progress,
+                status=status,
+                label=label,
+                breaker=breaker,
+            )
             await d.run(todo, stats)
         writer.flush()
         more = later() if later is not None else None
         if more:
             label2 = f"{label} phase 2" if label else None
-            d = Dispatcher(engine, writer, p.seal, progress=progress, status=status, label=label2)
+            d = Dispatcher(
+                engine,
+                writer,
+                p.seal,
+                progress=progress,
+                status=status,
+                label=label2,
+                breaker=breaker,
+            )
             await d.run(more, stats)
     finally:
         await engine.close()
