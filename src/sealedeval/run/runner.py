@@ -3,6 +3,9 @@
 Resume is by request key: keys already answered ok under the current seal are skipped, errored
 keys are asked again (a new row is appended; the old error row stays as history). Raw rows sealed
 under a *different* rubric hash are refused rather than mixed: a re-sealed rubric needs new runs.
+
+``sealedeval pilot`` goes through the same code with a ``Target`` naming the pilot store, the
+ledger kind ``pilot`` and the items to ask: one way to plan, dispatch, resume and ledger a run.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -30,6 +33,7 @@ from sealedeval.run.dispatcher import Dispatcher, RunStats, now_iso
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.seal import lock
 from sealedeval.store.raw import (
+    RAW_ROOT,
     RawRecord,
     RawWriter,
     all_true,
@@ -41,6 +45,25 @@ from sealedeval.store.raw import (
 )
 
 MARKER = "_run.json"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a run writes and what it asks.
+
+    Attributes:
+        store: The store under the project root (``results/raw``: the study; ``results/pilot``:
+            a pilot, which ``raw_files`` never lists).
+        kind: The ledger entry's ``kind`` (``run``; ``pilot`` is disclosed, never counted).
+        items: Given the planned item ids in plan order, the ones to ask (None: every item).
+    """
+
+    store: Path = RAW_ROOT
+    kind: str = "run"
+    items: Callable[[Sequence[str]], Collection[str]] | None = None
+
+
+STUDY = Target()
 
 
 @dataclass(frozen=True)
@@ -61,19 +84,25 @@ def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
     return Plan(suite, seal, seed, load_items(cfg, suite_name, seal.rubric_sha256))
 
 
-def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[str]:
-    """Keys already answered ok under this very seal state; refuse to mix seal states.
+def _existing(
+    root: Path, suite: str, engine: str, seal: lock.SealState, store: Path = RAW_ROOT
+) -> set[str]:
+    """Keys already answered ok under this very seal state. The study's store refuses to mix
+    seal states; the pilot store keeps rows of an earlier rubric beside the new ones, unused.
 
     Column-wise in Arrow (no per-row Python objects): this scan is part of every run's
     start-up, and a resumed run may sit on a million rows.
     """
-    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    files = [f for f in raw_files(root, suite, store=store) if f.parent.name == engine]
     if not files:
         return set()
     t = read_columns(files, ["request_key", "status", "rubric_sha256", "sealed"])
-    where = raw_dir(root, suite, engine)
+    where = raw_dir(root, suite, engine, store=store)
     other = set(pc.unique(t.column("rubric_sha256")).to_pylist()) - {seal.rubric_sha256}
-    if other:
+    if other and store != RAW_ROOT:
+        # a pilot's store is no study: a pilot after a rubric edit asks again beside them
+        t = t.filter(pc.equal(t.column("rubric_sha256"), seal.rubric_sha256))
+    elif other:
         raise UserError(
             f"{where}: holds rows under another rubric hash ({sorted(other)[0][:12]}…); "
             "move them aside before running under the new seal"
@@ -144,11 +173,13 @@ def run_suite(
     shard: tuple[int, int] | None = None,
     allow_errors: bool = False,
     status: IO[str] | None = None,
+    target: Target = STUDY,
 ) -> RunStats:
     """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``);
     fail (``UserError``) when more calls ended in error than the engine's ``fail_on_error``
     allows, unless ``allow_errors``. ``status`` receives throttled one-line progress reports
-    (``run.progress``; the run rule points it at Snakemake's stderr)."""
+    (``run.progress``; the run rule points it at Snakemake's stderr). ``target`` says where the
+    rows go and which items are asked (the study's raw store and every item by default)."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
             cfg,
@@ -162,6 +193,7 @@ def run_suite(
             shard=shard,
             allow_errors=allow_errors,
             status=status,
+            target=target,
         )
 
 
@@ -178,11 +210,13 @@ def _run_suite(
     shard: tuple[int, int] | None,
     allow_errors: bool,
     status: IO[str] | None = None,
+    target: Target = STUDY,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
     p = plan(cfg, suite_name, unsealed=unsealed)
-    out_dir = raw_dir(cfg.root, suite_name, engine_name)
+    store = target.store
+    out_dir = raw_dir(cfg.root, suite_name, engine_name, store=store)
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
     engine = build_engine(
@@ -194,9 +228,14 @@ def _run_suite(
     requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
     if limit is not None:
         requests = requests[:limit]
+    chosen: Collection[str] | None = None
+    if target.items is not None:
+        chosen = set(target.items(list(dict.fromkeys(r.item_id for r in requests))))
+        requests = [r for r in requests if r.item_id in chosen]
     requests = [r for r in requests if in_shard(r.request_key, shard)]
-    done = _existing(cfg.root, suite_name, engine_name, p.seal)
-    _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
+    done = _existing(cfg.root, suite_name, engine_name, p.seal, store)
+    if target.kind == "run":
+        _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
@@ -205,13 +244,13 @@ def _run_suite(
     def followups() -> list[Request]:
         """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
         stored answers, so they can only be built once phase 1 is on disk."""
-        rows = engine_rows(cfg.root, suite_name, engine_name)
+        rows = engine_rows(cfg.root, suite_name, engine_name, store=store)
         more = [
             r
             for r in followup_requests(p, cfg, ecfg, engine.model, rows)
-            if in_shard(r.request_key, shard)
+            if in_shard(r.request_key, shard) and (chosen is None or r.item_id in chosen)
         ]
-        done2 = _existing(cfg.root, suite_name, engine_name, p.seal)
+        done2 = _existing(cfg.root, suite_name, engine_name, p.seal, store)
         stats.requested += len(more)
         stats.skipped += sum(1 for r in more if r.request_key in done2)
         return [r for r in more if r.request_key not in done2]
@@ -242,7 +281,19 @@ def _run_suite(
                 writer.close()
         outcome = "done"
     finally:
-        _ledger(cfg, p, engine_name, engine.model, requests, shard, writer, stats, started, outcome)
+        _ledger(
+            cfg,
+            p,
+            engine_name,
+            engine.model,
+            requests,
+            shard,
+            writer,
+            stats,
+            started,
+            outcome,
+            target,
+        )
     marker: dict[str, Any] = {
         "suite": suite_name,
         "engine": engine_name,
@@ -303,6 +354,7 @@ def _ledger(
     stats: RunStats,
     started: str,
     outcome: str,
+    target: Target = STUDY,
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal."""
     from sealedeval.fsutil import sha256_file
@@ -312,7 +364,7 @@ def _ledger(
 
     design_status = design.run_status(cfg, p.suite.name, engine_name)
 
-    out_dir = raw_dir(cfg.root, p.suite.name, engine_name)
+    out_dir = raw_dir(cfg.root, p.suite.name, engine_name, store=target.store)
     parts = []
     for name, rows in list(writer.parts):
         f = out_dir / name
@@ -323,7 +375,7 @@ def _ledger(
     ledger.append(
         cfg.root,
         {
-            "kind": "run",
+            "kind": target.kind,
             "suite": p.suite.name,
             "engine": engine_name,
             "model": model,
@@ -347,9 +399,9 @@ def _ledger(
     )
 
 
-def engine_rows(root: Path, suite: str, engine: str) -> list[RawRecord]:
+def engine_rows(root: Path, suite: str, engine: str, *, store: Path = RAW_ROOT) -> list[RawRecord]:
     """The latest row per key of one engine's raw runs."""
-    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    files = [f for f in raw_files(root, suite, store=store) if f.parent.name == engine]
     return list(latest_rows(iter_raw(files)).values())
 
 
