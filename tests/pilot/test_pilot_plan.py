@@ -229,6 +229,28 @@ def test_plan_is_stats_mde_on_the_pilots_paired_scores(
     assert (c2["mde"], c2["n_for_delta"]) != (c["mde"], c["n_for_delta"])
 
 
+def test_setting_delta_after_the_plan_needs_no_new_pilot(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """The analysis block is sealed, so setting ``delta`` moves the rubric hash; the pilot's
+    answers still plan (graded as the suite is now), with a note, and nothing is asked again."""
+    root = init_project(tmp_path, fake)
+    cli(root, "pilot", "example", "--limit", "12", "--no-progress")
+    calls = fake.count()
+    path = root / "config/config.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    cfg["suites"]["example"]["analysis"]["delta"] = 0.2
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    out = cli(root, "plan", "example").stdout
+    assert "note: the pilot ran before the last edit" in out
+    plan = json.loads((root / "results/pilot/plan.json").read_text())["suites"]["example"]
+    assert plan["pilot_rubric_sha256"] != plan["rubric_sha256"]
+    [c] = plan["comparisons"]
+    mde, need, n = _expected(root, c["a"], c["b"], 0.2)
+    assert (c["delta"], c["n_for_delta"], c["pilot_items"]) == (0.2, need, n)
+    assert n == 12
+    assert c["mde"] == pytest.approx(mde, rel=1e-9)
+    assert fake.count() == calls
+
+
 def test_plan_says_what_it_cannot_size(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = init_project(tmp_path, fake)
     cli(root, "pilot", "example", "--limit", "4", "--engine", "reference", "--no-progress")

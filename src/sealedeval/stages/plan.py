@@ -77,6 +77,7 @@ class SuitePlan:
     pilot_rows: int
     engines: list[str]
     rubric_sha256: str
+    pilot_rubric_sha256: str
     items_key: str
     delta_key: str
     comparisons: list[Sizing]
@@ -87,19 +88,18 @@ class SuitePlan:
         return out
 
 
-def _pilot_rows(cfg: Config, name: str, rubric: str) -> list[RawRecord]:
-    """The latest pilot row per key under the current rubric (a pilot before an edit of the
-    prompt or data asked other requests: those rows are not the study's)."""
+def _pilot_rows(cfg: Config, name: str, rubric: str) -> tuple[list[RawRecord], str]:
+    """The latest pilot row per key under one rubric hash, and that hash: the current one when
+    the pilot ran under it, else the one of the most recent pilot row. Setting ``delta`` after
+    a plan changes the rubric (the analysis block is sealed) but not one answer, so the pilot's
+    answers still plan; one hash only, or an item would count once per pilot."""
     rows = latest_records(raw_files(cfg.root, name, store=PILOT_ROOT))
     if not rows:
         raise UserError(f"no pilot runs for {name}; run `sealedeval pilot {name}` first")
-    now = [r for r in rows if r["rubric_sha256"] == rubric]
-    if not now:
-        raise UserError(
-            f"{PILOT_ROOT / name}: the pilot runs were made under another rubric (the items, "
-            f"prompt or graders changed since); run `sealedeval pilot {name}` again"
-        )
-    return now
+    hashes = {str(r["rubric_sha256"]) for r in rows}
+    if rubric not in hashes:
+        rubric = str(max(rows, key=lambda r: str(r["finished_at"]))["rubric_sha256"])
+    return [r for r in rows if r["rubric_sha256"] == rubric], rubric
 
 
 def _record(analysis: Mapping[str, Any], a: str, b: str) -> tuple[Mapping[str, Any], bool] | None:
@@ -176,13 +176,22 @@ def plan_suite(cfg: Config, name: str) -> SuitePlan:
     """Grade and analyse the pilot rows with the suite's code; size every pre-registered pair."""
     from sealedeval.seal import design, lock
     from sealedeval.stages.analyze import analyze
+    from sealedeval.stages.artifacts import item_id
     from sealedeval.stages.pipeline import graded_rows, load_items
 
     section = cfg.suite(name)
     suite = get_suite(name)
     rubric = lock.check(cfg.root, name, suite.rubric_inputs(), unsealed=True).rubric_sha256
-    rows = _pilot_rows(cfg, name, rubric)
-    items = load_items(cfg, name, rubric)
+    rows, pilot_rubric = _pilot_rows(cfg, name, rubric)
+    study = load_items(cfg, name, rubric)
+    items = study if pilot_rubric == rubric else load_items(cfg, name, pilot_rubric)
+    known = {item_id(i) for i in items}
+    rows = [r for r in rows if str(r["item_id"]) in known]  # an item deleted since the pilot
+    if not rows:
+        raise UserError(
+            f"{PILOT_ROOT / name}: no pilot answer is to an item the suite still has; "
+            f"run `sealedeval pilot {name}` again"
+        )
     graded = graded_rows(cfg, name, items, rows)
     analysis = analyze(cfg, suite, items, graded, rows)
     piloted = sorted({str(r["engine"]) for r in rows})
@@ -190,7 +199,7 @@ def plan_suite(cfg: Config, name: str) -> SuitePlan:
     for a, b in design.suite_comparisons(name, section):
         found = _record(analysis, a, b)
         if found is not None:
-            comparisons.append(size(a, b, *found, n_study=len(items)))
+            comparisons.append(size(a, b, *found, n_study=len(study)))
             continue
         missing = [e for e in (a, b) if e not in piloted]
         why = (
@@ -198,17 +207,18 @@ def plan_suite(cfg: Config, name: str) -> SuitePlan:
             if missing
             else "the suite's analysis reports no paired record for this pair"
         )
-        comparisons.append(Sizing(a, b, len(items), note=why))
+        comparisons.append(Sizing(a, b, len(study), note=why))
     tasks = section.get("kind") == "tasks"  # a config-defined suite: its keys are known
     items_key = str(section["items"]) if tasks else f"the {name} suite's size settings"
     delta_key = f"suites.{name}.analysis.delta" if tasks else f"the {name} suite's analysis plan"
     return SuitePlan(
         suite=name,
-        study_items=len(items),
+        study_items=len(study),
         pilot_items=len({str(r["item_id"]) for r in rows}),
         pilot_rows=len(rows),
         engines=piloted,
         rubric_sha256=rubric,
+        pilot_rubric_sha256=pilot_rubric,
         items_key=items_key,
         delta_key=delta_key,
         comparisons=comparisons,
@@ -258,6 +268,12 @@ def render(plan: SuitePlan) -> str:
         f"{plan.suite}: pilot of {plan.pilot_items} items ({plan.pilot_rows} rows; engines "
         f"{', '.join(plan.engines)}); the study runs {plan.study_items} items"
     ]
+    if plan.pilot_rubric_sha256 != plan.rubric_sha256:
+        lines.append(
+            "note: the pilot ran before the last edit of the suite's sealed inputs; its answers "
+            f"are graded as the suite is now (`sealedeval pilot {plan.suite}` again if the "
+            "prompt or the items changed)"
+        )
     if not plan.comparisons:
         lines.append(
             f"{plan.suite} pre-registers no comparison (config `compare: [a, b]` or "
