@@ -579,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--unsealed",
         action="store_true",
-        help="run without a committed seal; rows and result say 'not pre-registered'",
+        help="run without a committed seal; rows and result say 'not pre-registered' "
+        "(to try items before the seal, outside the study: `sealedeval pilot`)",
     )
     s.add_argument("--no-progress", action="store_true")
     s.add_argument(

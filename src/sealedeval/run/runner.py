@@ -110,7 +110,7 @@ def _existing(
     if seal.sealed and not all_true(t.column("sealed")):
         raise UserError(
             f"{where}: holds rows run with --unsealed; a sealed run cannot reuse them "
-            "(move them aside)"
+            "(move them aside; `sealedeval pilot` tries items outside the study)"
         )
     # The "ok" scalar is taken from the column itself: converting a Python value to an Arrow
     # scalar imports pandas, ~0.3 s of the start-up of every run.
