@@ -437,7 +437,7 @@ class Auditor:
         notes: list[str] = []
         changes: list[str] = []
         suites = self.result.get("suites") or {}
-        ledgered = {e["suite"] for e in self._entries()}
+        ledgered = {e["suite"] for e in ledger.counted(self._entries())}
         not_run: list[str] = []
         for name in sorted(entry.get("suites") or {}):
             if name not in suites:
@@ -561,8 +561,8 @@ class Auditor:
     def check_ledger_parts(self) -> None:
         """Every part a run wrote under the published seal is present with its bytes, every
         present part was written by a ledgered run, and result.json reports every ledgered
-        (suite, engine)."""
-        entries = self._entries()
+        (suite, engine). Pilots wrote outside the study (``results/pilot``): not checked."""
+        entries = ledger.counted(self._entries())
         if not entries:
             return
         current = {s: e["sha256"] for s, e in lock.read(self.root)["suites"].items()}
@@ -608,10 +608,12 @@ class Auditor:
         )
 
     def check_attempts(self) -> None:
-        """Disclose how many runs each (suite, engine) had, and under how many seals/configs."""
-        entries = self._entries()
-        if not entries:
+        """Disclose how many runs each (suite, engine) had, and under how many seals/configs;
+        pilots are disclosed per suite and not counted (unsealed, outside the study)."""
+        all_entries = self._entries()
+        if not all_entries:
             return
+        entries = ledger.counted(all_entries)
         by: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for e in entries:
             by.setdefault((e["suite"], e["engine"]), []).append(e)
@@ -634,6 +636,11 @@ class Auditor:
                 f"{suite}/{eng} {len(es)} run{'s' if len(es) != 1 else ''}"
                 + (f" ({', '.join(extra)})" if extra else "")
             )
+        pilots = Counter(str(e["suite"]) for e in ledger.pilots(all_entries))
+        parts += [
+            f"{suite}: {n} pilot run{'s' if n != 1 else ''} (unsealed, not counted)"
+            for suite, n in sorted(pilots.items())
+        ]
         self.add("attempts", True, "; ".join(parts))
 
     def check_anchors(self) -> None:

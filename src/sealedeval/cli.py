@@ -145,6 +145,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pilot(args: argparse.Namespace) -> int:
+    from sealedeval.run.pilot import DEFAULT_ITEMS, run_pilot
+    from sealedeval.run.runner import print_stats
+
+    cfg = _cfg(args)
+    runs = run_pilot(
+        cfg,
+        args.suite,
+        [args.engine] if args.engine else None,
+        limit=DEFAULT_ITEMS if args.limit is None else args.limit,
+        progress=not args.no_progress,
+        allow_errors=args.allow_errors,
+    )
+    for r in runs:
+        print_stats(r.stats, args.suite, r.engine)
+    print(
+        f"pilot rows in results/pilot/{args.suite}/ (unsealed, outside the study; "
+        f"the ledger discloses them as a pilot); next: sealedeval plan {args.suite}"
+    )
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from sealedeval.stages.plan import PLAN_NAME, plan_suite, render, write_plan
+
+    cfg = _cfg(args)
+    plan = plan_suite(cfg, args.suite)
+    write_plan(cfg.root, plan)
+    print(render(plan))
+    print(f"wrote {PLAN_NAME.as_posix()}")
+    return 0
+
+
 def _status_stream(fd: int | None) -> IO[str] | None:
     """The stream ``--status-fd`` names (the run rule opens it on Snakemake's stderr)."""
     if fd is None:
@@ -546,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--unsealed",
         action="store_true",
-        help="run without a committed seal; rows and result say 'not pre-registered'",
+        help="run without a committed seal; rows and result say 'not pre-registered' "
+        "(to try items before the seal, outside the study: `sealedeval pilot`)",
     )
     s.add_argument("--no-progress", action="store_true")
     s.add_argument(
@@ -563,6 +597,37 @@ def build_parser() -> argparse.ArgumentParser:
         "or its circuit opened (the engine did not answer; its ledger entry still says failed)",
     )
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser(
+        "pilot",
+        parents=[common],
+        help="try a few items unsealed into results/pilot/ (outside the study; no seal needed)",
+    )
+    s.add_argument("suite")
+    s.add_argument("--engine", "-e", help="engine name (default: every engine of the suite)")
+    s.add_argument(
+        "--limit",
+        "-n",
+        type=int,
+        default=None,
+        metavar="N",
+        help="items to ask, the first N of a seeded order (default 10)",
+    )
+    s.add_argument("--no-progress", action="store_true")
+    s.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="exit 0 even when more calls errored than the engine's fail_on_error allows",
+    )
+    s.set_defaults(fn=cmd_pilot)
+
+    s = sub.add_parser(
+        "plan",
+        parents=[common],
+        help="from the pilot: MDE and items needed per pre-registered comparison (before seal)",
+    )
+    s.add_argument("suite")
+    s.set_defaults(fn=cmd_plan)
 
     s = sub.add_parser("status", parents=[common], help="one table of engine runs from the ledger")
     s.add_argument(

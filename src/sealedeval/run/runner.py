@@ -8,6 +8,9 @@ A run fails (its ledger entry's ``outcome`` is ``failed`` with a ``reason``, and
 with one line) when the engine's circuit opened (``run.retry.CircuitBreaker``: the engine could
 not answer at all) or when more calls ended in error than ``fail_on_error`` allows; every
 request still has its row, so a rerun after the fix asks exactly the errored ones again.
+
+``sealedeval pilot`` goes through the same code with a ``Target`` naming the pilot store, the
+ledger kind ``pilot`` and the items to ask: one way to plan, dispatch, resume and ledger a run.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -36,6 +39,7 @@ from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import CircuitBreaker, Trip
 from sealedeval.seal import lock
 from sealedeval.store.raw import (
+    RAW_ROOT,
     RawRecord,
     RawWriter,
     all_true,
@@ -47,6 +51,25 @@ from sealedeval.store.raw import (
 )
 
 MARKER = "_run.json"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a run writes and what it asks.
+
+    Attributes:
+        store: The store under the project root (``results/raw``: the study; ``results/pilot``:
+            a pilot, which ``raw_files`` never lists).
+        kind: The ledger entry's ``kind`` (``run``; ``pilot`` is disclosed, never counted).
+        items: Given the planned item ids in plan order, the ones to ask (None: every item).
+    """
+
+    store: Path = RAW_ROOT
+    kind: str = "run"
+    items: Callable[[Sequence[str]], Collection[str]] | None = None
+
+
+STUDY = Target()
 
 
 @dataclass(frozen=True)
@@ -67,19 +90,25 @@ def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
     return Plan(suite, seal, seed, load_items(cfg, suite_name, seal.rubric_sha256))
 
 
-def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[str]:
-    """Keys already answered ok under this very seal state; refuse to mix seal states.
+def _existing(
+    root: Path, suite: str, engine: str, seal: lock.SealState, store: Path = RAW_ROOT
+) -> set[str]:
+    """Keys already answered ok under this very seal state. The study's store refuses to mix
+    seal states; the pilot store keeps rows of an earlier rubric beside the new ones, unused.
 
     Column-wise in Arrow (no per-row Python objects): this scan is part of every run's
     start-up, and a resumed run may sit on a million rows.
     """
-    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    files = [f for f in raw_files(root, suite, store=store) if f.parent.name == engine]
     if not files:
         return set()
     t = read_columns(files, ["request_key", "status", "rubric_sha256", "sealed"])
-    where = raw_dir(root, suite, engine)
+    where = raw_dir(root, suite, engine, store=store)
     other = set(pc.unique(t.column("rubric_sha256")).to_pylist()) - {seal.rubric_sha256}
-    if other:
+    if other and store != RAW_ROOT:
+        # a pilot's store is no study: a pilot after a rubric edit asks again beside them
+        t = t.filter(pc.equal(t.column("rubric_sha256"), seal.rubric_sha256))
+    elif other:
         raise UserError(
             f"{where}: holds rows under another rubric hash ({sorted(other)[0][:12]}…); "
             "move them aside before running under the new seal"
@@ -87,7 +116,7 @@ def _existing(root: Path, suite: str, engine: str, seal: lock.SealState) -> set[
     if seal.sealed and not all_true(t.column("sealed")):
         raise UserError(
             f"{where}: holds rows run with --unsealed; a sealed run cannot reuse them "
-            "(move them aside)"
+            "(move them aside; `sealedeval pilot` tries items outside the study)"
         )
     # The "ok" scalar is taken from the column itself: converting a Python value to an Arrow
     # scalar imports pandas, ~0.3 s of the start-up of every run.
@@ -150,6 +179,7 @@ def run_suite(
     shard: tuple[int, int] | None = None,
     allow_errors: bool = False,
     status: IO[str] | None = None,
+    target: Target = STUDY,
 ) -> RunStats:
     """Plan, dispatch what is not stored yet, write the shard's marker (``sealedeval run``);
     fail (``UserError``, one line) when the engine's circuit opened or more calls ended in error
@@ -157,7 +187,8 @@ def run_suite(
     warning on stderr). ``fail_on_error`` tolerates errors among answered calls; an open circuit
     means no call was answered, so only ``allow_errors`` lets it pass, and its ledger entry says
     ``failed`` either way. ``status`` receives throttled one-line progress reports
-    (``run.progress``; the run rule points it at Snakemake's stderr)."""
+    (``run.progress``; the run rule points it at Snakemake's stderr). ``target`` says where the
+    rows go and which items are asked (the study's raw store and every item by default)."""
     with quiet_gc():  # planning builds every request up front: see run/gcpolicy.py
         return _run_suite(
             cfg,
@@ -171,6 +202,7 @@ def run_suite(
             shard=shard,
             allow_errors=allow_errors,
             status=status,
+            target=target,
         )
 
 
@@ -187,11 +219,13 @@ def _run_suite(
     shard: tuple[int, int] | None,
     allow_errors: bool,
     status: IO[str] | None = None,
+    target: Target = STUDY,
 ) -> RunStats:
     ecfg = suite_engine(cfg, suite_name, engine_name)
     ecfg.api_key()  # an unset key variable fails here, before anything is written
     p = plan(cfg, suite_name, unsealed=unsealed)
-    out_dir = raw_dir(cfg.root, suite_name, engine_name)
+    store = target.store
+    out_dir = raw_dir(cfg.root, suite_name, engine_name, store=store)
     log_dir = cfg.root / "logs" / "engines"
     log_dir.mkdir(parents=True, exist_ok=True)
     engine = build_engine(
@@ -203,9 +237,14 @@ def _run_suite(
     requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
     if limit is not None:
         requests = requests[:limit]
+    chosen: Collection[str] | None = None
+    if target.items is not None:
+        chosen = set(target.items(list(dict.fromkeys(r.item_id for r in requests))))
+        requests = [r for r in requests if r.item_id in chosen]
     requests = [r for r in requests if in_shard(r.request_key, shard)]
-    done = _existing(cfg.root, suite_name, engine_name, p.seal)
-    _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
+    done = _existing(cfg.root, suite_name, engine_name, p.seal, store)
+    if target.kind == "run":
+        _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
     todo: list[Request] = [r for r in requests if r.request_key not in done]
     stats = RunStats(requested=len(requests), skipped=len(requests) - len(todo))
     # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
@@ -215,13 +254,13 @@ def _run_suite(
     def followups() -> list[Request]:
         """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
         stored answers, so they can only be built once phase 1 is on disk."""
-        rows = engine_rows(cfg.root, suite_name, engine_name)
+        rows = engine_rows(cfg.root, suite_name, engine_name, store=store)
         more = [
             r
             for r in followup_requests(p, cfg, ecfg, engine.model, rows)
-            if in_shard(r.request_key, shard)
+            if in_shard(r.request_key, shard) and (chosen is None or r.item_id in chosen)
         ]
-        done2 = _existing(cfg.root, suite_name, engine_name, p.seal)
+        done2 = _existing(cfg.root, suite_name, engine_name, p.seal, store)
         stats.requested += len(more)
         stats.skipped += sum(1 for r in more if r.request_key in done2)
         return [r for r in more if r.request_key not in done2]
@@ -266,6 +305,7 @@ def _run_suite(
             started,
             outcome,
             failure.reason if failure is not None else "",
+            target,
         )
     marker: dict[str, Any] = {
         "suite": suite_name,
@@ -369,6 +409,7 @@ def _ledger(
     started: str,
     outcome: str,
     reason: str = "",
+    target: Target = STUDY,
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal,
     and how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``)."""
@@ -379,7 +420,7 @@ def _ledger(
 
     design_status = design.run_status(cfg, p.suite.name, engine_name)
 
-    out_dir = raw_dir(cfg.root, p.suite.name, engine_name)
+    out_dir = raw_dir(cfg.root, p.suite.name, engine_name, store=target.store)
     parts = []
     for name, rows in list(writer.parts):
         f = out_dir / name
@@ -390,7 +431,7 @@ def _ledger(
     ledger.append(
         cfg.root,
         {
-            "kind": "run",
+            "kind": target.kind,
             "suite": p.suite.name,
             "engine": engine_name,
             "model": model,
@@ -415,9 +456,9 @@ def _ledger(
     )
 
 
-def engine_rows(root: Path, suite: str, engine: str) -> list[RawRecord]:
+def engine_rows(root: Path, suite: str, engine: str, *, store: Path = RAW_ROOT) -> list[RawRecord]:
     """The latest row per key of one engine's raw runs."""
-    files = [f for f in raw_files(root, suite) if f.parent.name == engine]
+    files = [f for f in raw_files(root, suite, store=store) if f.parent.name == engine]
     return list(latest_rows(iter_raw(files)).values())
 
 

@@ -10,6 +10,10 @@ timestamp of its head (``sealedeval seal --tsa`` at publish). The audit checks a
 discloses the attempt count per (suite, engine): runs started, re-seeded or re-sealed before the
 published one are counted, not hidden.
 
+A pilot (``sealedeval pilot``) is chained like any run, with ``kind: pilot`` and parts under
+``results/pilot/``: disclosed, never counted as an attempt, never checked as a part of the study
+(``counted``, ``pilots``).
+
 The ledger is the one file a run writes outside ``results/``; appends hold an exclusive lock on
 it, so parallel run jobs (one per engine under Snakemake) never interleave.
 """
@@ -30,6 +34,8 @@ from sealedeval.errors import UserError
 LEDGER_NAME = "ledger.jsonl"
 FORMAT = "sealedeval.ledger/1"
 GENESIS = "0" * 64
+PILOT_KIND = "pilot"
+"""The ``kind`` of a pilot's entry: unsealed calls into the pilot store, outside the study."""
 
 
 def entry_hash(entry: Mapping[str, Any]) -> str:
@@ -105,3 +111,17 @@ def append(root: Path, entry: Mapping[str, Any]) -> dict[str, Any]:
 def keys_sha256(keys: list[str]) -> str:
     """The planned key set as one hash (sorted, newline-separated)."""
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def is_pilot(entry: Mapping[str, Any]) -> bool:
+    return entry.get("kind") == PILOT_KIND
+
+
+def counted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of the study: every run and import, no pilot."""
+    return [e for e in entries if not is_pilot(e)]
+
+
+def pilots(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pilot entries (disclosed by the audit, never counted as attempts)."""
+    return [e for e in entries if is_pilot(e)]

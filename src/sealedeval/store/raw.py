@@ -32,17 +32,21 @@ from sealedeval.store.arrow import pa
 from sealedeval.store.schema import RAW_SCHEMA
 
 RAW_ROOT = Path("results/raw")
+PILOT_ROOT = Path("results/pilot")
+"""The pilot store (``sealedeval pilot``): same layout and row schema as ``RAW_ROOT``, rows
+unsealed, never read by grade, analyze, publish or the audit's row checks."""
 _COLUMNS = tuple(RAW_SCHEMA.names)
 
 
-def raw_dir(root: Path, suite: str, engine: str | None = None) -> Path:
-    d = root / RAW_ROOT / suite
+def raw_dir(root: Path, suite: str, engine: str | None = None, *, store: Path = RAW_ROOT) -> Path:
+    d = root / store / suite
     return d / engine if engine else d
 
 
-def raw_files(root: Path, suite: str | None = None) -> list[Path]:
-    """All committed parts (temp files excluded), sorted for a stable manifest."""
-    base = root / RAW_ROOT / suite if suite else root / RAW_ROOT
+def raw_files(root: Path, suite: str | None = None, *, store: Path = RAW_ROOT) -> list[Path]:
+    """All committed parts (temp files excluded), sorted for a stable manifest. ``store`` is
+    the sealed raw store unless a caller names the pilot store."""
+    base = root / store / suite if suite else root / store
     if not base.exists():
         return []
     return sorted(p for p in base.rglob("part-*.parquet") if not p.name.startswith("."))
