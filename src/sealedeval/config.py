@@ -172,7 +172,24 @@ def validate(data: Any, schema: Mapping[str, Any], where: str) -> None:
     if errors:
         e = errors[0]
         path = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise UserError(f"{where}: {path}: {e.message}")
+        raise UserError(f"{where}: {path}: {e.message}{_did_you_mean(e)}")
+
+
+def _did_you_mean(e: Any) -> str:
+    """For a key the schema does not allow: the closest allowed key at that place (a typo such
+    as ``temperture`` is the usual cause), as the registry's errors do for unknown names."""
+    import difflib
+
+    if e.validator != "additionalProperties" or not isinstance(e.instance, Mapping):
+        return ""
+    allowed = [str(k) for k in (e.schema.get("properties") or {})]
+    unexpected = sorted(str(k) for k in e.instance if k not in allowed)
+    for key in unexpected:
+        close = difflib.get_close_matches(key, allowed, n=1)
+        if close:
+            which = "" if len(unexpected) == 1 else f" for {key!r}"
+            return f"; did you mean {close[0]!r}{which}?"
+    return ""
 
 
 def _relative(root: Path, p: Path) -> Path:
@@ -190,6 +207,16 @@ COMMON_SUITE_KEYS = ("kind", "enabled", "engines", "shards")
 need not repeat them."""
 
 
+def _other_suite(name: str, merged: Mapping[str, Any]) -> str:
+    """A hint for a suite section that names no known suite: a close name among the config's
+    other sections (a misspelt ``tasks`` suite is not in the registry's list)."""
+    import difflib
+
+    others = [str(n) for n in merged.get("suites", {}) if n != name]
+    close = difflib.get_close_matches(name, others, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = None) -> None:
     """Each suite's section against the suite's own schema (defaults applied from it)."""
     from sealedeval.plugins import configure, suite_config_schema
@@ -201,7 +228,8 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
                 suite_config_schema(str(kind), kind=True) if kind else suite_config_schema(name)
             )
         except UserError as e:
-            raise UserError(f"{where}: suites.{name}: {e}") from None
+            hint = "" if "did you mean" in str(e) else _other_suite(name, merged)
+            raise UserError(f"{where}: suites.{name}: {e}{hint}") from None
         if schema is not None:
             own = set(schema.get("properties", {}))
             common = {k: v for k, v in section.items() if k in COMMON_SUITE_KEYS and k not in own}
@@ -215,10 +243,31 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
                 raise UserError(f"{where}: {e}") from None
 
 
-def validate_workflow_config(config: dict[str, Any]) -> None:
-    """For the Snakefile: the per-suite schemas, as ``load_config`` applies them (Snakemake's
-    own ``validate`` checks the central schema). A violation stops the workflow at parse time."""
-    _validate_suites(config, "config", Path("."))
+def validate_workflow_config(config: dict[str, Any], where: str = "config") -> None:
+    """For the Snakefile: every check and default ``load_config`` applies, in place on the
+    config Snakemake merged (``where`` names its files), so a bad config stops the workflow at
+    parse time with the CLI's one line (``UserError``) instead of a schema dump."""
+    _check(config, where, Path("."))
+
+
+def _check(merged: dict[str, Any], where: str, root: Path) -> None:
+    """Validate ``merged`` (the central schema, each engine's kind, each suite's own schema,
+    the engines a suite names) and fill in the schemas' defaults, in place."""
+    schema = load_schema(root)
+    validate(merged, schema, where)
+    _apply_defaults(schema, merged)
+    from sealedeval.engines.schemas import check_engine
+
+    for name, section in merged["engines"].items():
+        check_engine(name, section, where)
+    _validate_suites(merged, where, root)
+    for suite in sorted(merged["suites"]):
+        section = merged["suites"][suite]
+        if not section.get("enabled", True):
+            continue
+        for engine in section.get("engines", []):
+            if engine not in merged["engines"]:
+                raise UserError(f"{where}: suites.{suite}.engines: unknown engine {engine!r}")
 
 
 def load_config(
@@ -241,18 +290,5 @@ def load_config(
         sources.append(str(p))
     if overrides:
         merged = _merge(merged, overrides)
-    where = " + ".join(sources)
-    schema = load_schema(root)
-    validate(merged, schema, where)
-    merged = _apply_defaults(schema, merged)
-    from sealedeval.engines.schemas import check_engine
-
-    for name, section in merged["engines"].items():
-        check_engine(name, section, where)
-    _validate_suites(merged, where, root)
-    cfg = Config(root=root, data=merged, sources=tuple(sources))
-    for suite in cfg.enabled_suites():
-        for engine in cfg.suite(suite).get("engines", []):
-            if engine not in merged["engines"]:
-                raise UserError(f"{where}: suites.{suite}.engines: unknown engine {engine!r}")
-    return cfg
+    _check(merged, " + ".join(sources), root)
+    return Config(root=root, data=merged, sources=tuple(sources))

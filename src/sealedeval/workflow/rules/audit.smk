@@ -9,7 +9,7 @@ rule audit:
     params:
         config=CONFIG_ARGS,
     shell:
-        "sealedeval audit {params.config} 2>&1 | tee {log}"
+        CLI + "audit {params.config}"
 
 
 # `snakemake archive`: the deposit bundle (result, report, raw runs, rubric.lock, ledger,
@@ -27,4 +27,4 @@ rule archive:
     params:
         config=CONFIG_ARGS,
     shell:
-        "sealedeval bundle {params.config} > {log} 2>&1"
+        CLI + "bundle {params.config}"

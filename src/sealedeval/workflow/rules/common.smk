@@ -7,18 +7,14 @@ from pathlib import Path
 from sealedeval.config import Config
 from sealedeval.stages.pipeline import suite_config_sha256
 
+CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in CONFIG_FILES)
+SUITES = enabled_suites(config)
 
-def _config_files():
-    files = ["config/config.yaml"]
-    for f in workflow.overwrite_configfiles or []:
-        f = str(f)
-        if f not in files:
-            files.append(f)
-    return files
-
-
-CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in _config_files())
-SUITES = sorted(s for s, c in config["suites"].items() if c.get("enabled", True))
+# Every rule runs the CLI this way: the command's whole output goes to the rule's log, and a
+# failure's one line (`sealedeval: error: ...`) reaches the terminal too, named by the rule and
+# its wildcards, with the log's path; the build's closing table repeats it
+# (sealedeval/workflow/joblog.py).
+CLI = "sealedeval --log {log} --job {rule} "
 
 
 def suite_engines(suite):
