@@ -243,31 +243,19 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
                 raise UserError(f"{where}: {e}") from None
 
 
-def validate_workflow_config(config: dict[str, Any], where: str = "config") -> None:
-    """For the Snakefile: every check and default ``load_config`` applies, in place on the
-    config Snakemake merged (``where`` names its files), so a bad config stops the workflow at
-    parse time with the CLI's one line (``UserError``) instead of a schema dump."""
-    _check(config, where, Path("."))
-
-
-def _check(merged: dict[str, Any], where: str, root: Path) -> None:
-    """Validate ``merged`` (the central schema, each engine's kind, each suite's own schema,
-    the engines a suite names) and fill in the schemas' defaults, in place."""
-    schema = load_schema(root)
-    validate(merged, schema, where)
-    _apply_defaults(schema, merged)
-    from sealedeval.engines.schemas import check_engine
-
-    for name, section in merged["engines"].items():
-        check_engine(name, section, where)
-    _validate_suites(merged, where, root)
-    for suite in sorted(merged["suites"]):
-        section = merged["suites"][suite]
-        if not section.get("enabled", True):
-            continue
-        for engine in section.get("engines", []):
-            if engine not in merged["engines"]:
-                raise UserError(f"{where}: suites.{suite}.engines: unknown engine {engine!r}")
+def validate_workflow_config(
+    config: dict[str, Any],
+    files: Sequence[Path | str],
+    overrides: Mapping[str, Any] | None = None,
+) -> None:
+    """For the Snakefile: ``load_config`` of the files Snakemake merged (in its order, with its
+    ``--config`` overrides), put in place of Snakemake's merge. A bad config then stops the
+    workflow at parse time with the CLI's very line (``UserError``: the same files, merged and
+    checked in the same order, with its "did you mean"), not a schema dump or a traceback; a
+    good one is exactly the config every job's CLI sees, defaults applied."""
+    cfg = load_config(Path("."), files, overrides)
+    config.clear()
+    config.update(cfg.data)
 
 
 def load_config(
@@ -290,5 +278,18 @@ def load_config(
         sources.append(str(p))
     if overrides:
         merged = _merge(merged, overrides)
-    _check(merged, " + ".join(sources), root)
-    return Config(root=root, data=merged, sources=tuple(sources))
+    where = " + ".join(sources)
+    schema = load_schema(root)
+    validate(merged, schema, where)
+    merged = _apply_defaults(schema, merged)
+    from sealedeval.engines.schemas import check_engine
+
+    for name, section in merged["engines"].items():
+        check_engine(name, section, where)
+    _validate_suites(merged, where, root)
+    cfg = Config(root=root, data=merged, sources=tuple(sources))
+    for suite in cfg.enabled_suites():
+        for engine in cfg.suite(suite).get("engines", []):
+            if engine not in merged["engines"]:
+                raise UserError(f"{where}: suites.{suite}.engines: unknown engine {engine!r}")
+    return cfg

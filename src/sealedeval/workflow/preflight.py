@@ -11,7 +11,7 @@ parser without a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -47,11 +47,13 @@ def enabled_suites(config: dict[str, Any]) -> list[str]:
     return sorted(s for s, c in config["suites"].items() if c.get("enabled", True))
 
 
-def check_config(config: dict[str, Any], config_files: Sequence[str]) -> None:
-    """``load_config``'s checks and defaults, in place on Snakemake's merged config; the error
-    names the files merged (the ones ``sealedeval run -c ...`` would name)."""
+def check_config(
+    config: dict[str, Any], config_files: Sequence[str], overrides: Mapping[str, Any]
+) -> None:
+    """Snakemake's config becomes ``load_config``'s of the same files (``--config`` overrides
+    merged last, as Snakemake does); a bad one stops here with the CLI's line."""
     try:
-        validate_workflow_config(config, " + ".join(config_files))
+        validate_workflow_config(config, config_files, overrides)
     except UserError as e:
         fail(e)
 
