@@ -191,7 +191,7 @@ def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
     """Per suite, the seal status and each engine's headline with its interval, as result.json
     states them (``publish.summary``: nothing is recomputed), and where report.html is."""
     import json
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from sealedeval.publish.build import RESULT
     from sealedeval.publish.html import REPORT_HTML
@@ -202,7 +202,7 @@ def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
         print(f"{RESULT}: not built yet (`snakemake` builds it)")
         return
     if since and engine_runs:
-        written = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
         if written.strftime("%Y-%m-%dT%H:%M:%S.%fZ") < since:
             print(f"{RESULT}: older than this build's engine runs (`snakemake` rebuilds it)")
             return

@@ -5,7 +5,7 @@ Every rule runs ``sealedeval --log LOG --job RULE <command> ...``: the command's
 command fails, its one-line reason goes to the terminal too, named by rule and wildcards and
 followed by the log's path::
 
-    run golden/local: sealedeval: error: golden/local: 30 of 30 calls ended in error ... (logs/run/golden.local.log)
+    run golden/local: sealedeval: error: golden/local: 30 of 30 calls... (logs/run/golden.local.log)
 
 Without this the terminal shows only Snakemake's ``CalledProcessError ... check log file(s)``.
 The same line is appended to ``FAILED_JOBS``, which ``sealedeval status --since`` (the end of
@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -52,7 +52,7 @@ class JobFailure:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def record(root: Path, failure: JobFailure) -> None:
