@@ -1,5 +1,8 @@
 # sealedeval workflow: generate → run → grade → analyze → publish (→ audit, archive).
 # The table of contents only; helpers live in rules/common.smk, every rule calls the CLI.
+# Every rule runs `sealedeval --log {log} ...`: the command's whole output goes to the log, and
+# when it fails its one line (`sealedeval: error: ...`) reaches the terminal too, named by rule
+# and wildcards, with the log's path; the closing table repeats it (sealedeval/workflow/joblog.py).
 # A project includes this file from its Snakefile (see sealedeval/workflow/__init__.py).
 from pathlib import Path
 

@@ -14,4 +14,4 @@ rule analyze:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        CLI + "analyze {wildcards.suite} --grade {params.config}"
+        "sealedeval --log {log} analyze {wildcards.suite} --grade {params.config}"

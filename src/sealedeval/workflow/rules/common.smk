@@ -10,12 +10,6 @@ from sealedeval.stages.pipeline import suite_config_sha256
 CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in CONFIG_FILES)
 SUITES = enabled_suites(config)
 
-# Every rule runs the CLI this way: the command's whole output goes to the rule's log, and a
-# failure's one line (`sealedeval: error: ...`) reaches the terminal too, named by the rule and
-# its wildcards, with the log's path; the build's closing table repeats it
-# (sealedeval/workflow/joblog.py).
-CLI = "sealedeval --log {log} --job {rule} "
-
 
 def suite_engines(suite):
     return list(config["suites"][suite]["engines"])

@@ -9,4 +9,4 @@ rule generate:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        CLI + "generate {wildcards.suite} {params.config}"
+        "sealedeval --log {log} generate {wildcards.suite} {params.config}"

@@ -27,4 +27,4 @@ rule publish:
         config=CONFIG_ARGS,
         suite_configs=all_suite_configs,
     shell:
-        CLI + "publish --jobs {threads} {params.config}"
+        "sealedeval --log {log} publish --jobs {threads} {params.config}"

@@ -25,7 +25,7 @@ rule run:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        CLI + "run {wildcards.suite} --engine {wildcards.engine} {params.config} "
+        "sealedeval --log {log} run {wildcards.suite} --engine {wildcards.engine} {params.config} "
         "--status-fd 3 3>&2"
 
 
@@ -49,5 +49,5 @@ rule run_shard:
         suite_config=suite_config,
         shard=shard_arg,
     shell:
-        CLI + "run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
+        "sealedeval --log {log} run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
         "{params.config} --status-fd 3 3>&2"
