@@ -131,11 +131,11 @@ def _output_to(log: Path, *, tee: bool) -> Iterator[IO[str]]:
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
+        os.dup2(saved[1], 2)  # the pipe's last write ends closed: the copier reads to its end
         if copier is not None:
             copier.join()
+        for fd in saved:
+            os.close(fd)
         os.close(logfd)
 
 
