@@ -179,7 +179,7 @@ def test_failed_run_speaks_in_the_terminal_and_the_closing_table(
         for line in out.splitlines()
         if line.startswith(f"run example/remote: {OURS} example/remote: ") and line.endswith(log)
     ]
-    # once when the job failed, once in the closing list of failed jobs
+    # said once as the job failed; the closing list repeats it, indented
     assert len(said) == 1 and "calls ended in error" in said[0], out
     closing = out[out.index("failed jobs (1):") :]
     assert f"  {said[0]}" in closing.splitlines()
