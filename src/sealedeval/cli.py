@@ -189,20 +189,67 @@ def _status_stream(fd: int | None) -> IO[str] | None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from sealedeval.run.progress import status_rows, status_table
+    from sealedeval.run.progress import STATUS_HEADER, status_rows, status_table
     from sealedeval.store import ledger
+    from sealedeval.workflow import joblog
 
     cfg = _cfg(args)
     entries = ledger.read(cfg.root)
     rows = status_rows(entries, since=args.since)
+    failed = joblog.failures(cfg.root, args.since) if args.since else []
+    # a run whose job failed (too many errors, a refused seal) did not end "done"
+    failed_runs = {(f.suite, f.engine) for f in failed if f.engine}
+    outcome = STATUS_HEADER.index("outcome")
+    for row in rows:
+        if (row[0], row[1]) in failed_runs and row[outcome] == "done":
+            row[outcome] = "failed"
     if not rows:
         what = f"since {args.since}" if args.since else "in the ledger"
-        print(f"engine runs {what}: none (nothing to call, or every call already stored)")
-        return 0
-    title = f"engine runs since {args.since}" if args.since else "latest engine run of each"
-    print(f"{title} ({ledger.LEDGER_NAME}):")
-    print(status_table(rows))
+        why = "" if failed else " (nothing to call, or every call already stored)"
+        print(f"engine runs {what}: none{why}")
+    else:
+        title = f"engine runs since {args.since}" if args.since else "latest engine run of each"
+        print(f"{title} ({ledger.LEDGER_NAME}):")
+        print(status_table(rows))
+    if failed:
+        print(f"failed jobs ({len(failed)}):")
+        for f in failed:
+            print(f"  {f.line()}")
+    if args.summary:
+        _print_summary(cfg.root, args.since, engine_runs=bool(rows))
     return 0
+
+
+def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
+    """Per suite, the seal status and each engine's headline with its interval, as result.json
+    states them (``publish.summary``: nothing is recomputed), and where report.html is."""
+    import json
+    from datetime import UTC, datetime
+
+    from sealedeval.publish.build import RESULT
+    from sealedeval.publish.html import REPORT_HTML
+    from sealedeval.publish.summary import headline_text, suite_summaries
+
+    path = root / RESULT
+    if not path.exists():
+        print(f"{RESULT}: not built yet (`snakemake` builds it)")
+        return
+    if since and engine_runs:
+        written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        if written.strftime("%Y-%m-%dT%H:%M:%S.%fZ") < since:
+            print(f"{RESULT}: older than this build's engine runs (`snakemake` rebuilds it)")
+            return
+    result = json.loads(path.read_text(encoding="utf-8"))
+    print(f"results ({RESULT}):")
+    for s in suite_summaries(result):
+        print(f"  {s.suite}: seal {s.seal_status}")
+        for h in s.headline:
+            print(f"    {s.label}: {headline_text(h)}")
+        if not s.headline:
+            print("    no headline reported by this suite's analysis")
+    report = root / REPORT_HTML
+    if report.exists():
+        print(f"report: {report.resolve()}")
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -535,6 +582,13 @@ def _deposit_opts(s: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sealedeval", description=__doc__)
     p.add_argument("--version", action="version", version=f"sealedeval {__version__}")
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        help="write all output to FILE; on failure print its one-line reason to stderr, with "
+        "the job and FILE (every workflow rule runs this way)",
+    )
+    p.add_argument("--job", metavar="NAME", help="with --log: the job's name (the rule)")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", default=".", help="project root (default: current directory)")
     common.add_argument(
@@ -634,6 +688,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--since",
         metavar="ISO_TIME",
         help="runs that ended at or after this UTC time (default: the latest of each)",
+    )
+    s.add_argument(
+        "--summary",
+        action="store_true",
+        help="then, per suite of results/result.json, the seal status and each engine's "
+        "headline, and where report.html is (the end of a successful build)",
     )
     s.set_defaults(fn=cmd_status)
 
@@ -738,9 +798,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _logged(args: argparse.Namespace) -> int:
+    """``--log FILE``: the command's output to FILE, its one-line failure to the terminal,
+    named by ``--job`` (the rule) and what the command was given (workflow/joblog.py)."""
+    from sealedeval.workflow.joblog import run_logged
+
+    suite = str(getattr(args, "suite", None) or "")
+    engine = str(getattr(args, "engine", None) or "")
+    subject = "/".join(x for x in (suite, engine) if x)
+    if getattr(args, "shard", None):
+        subject += f" shard {args.shard}"
+    job = " ".join(x for x in (args.job or args.command, subject) if x)
+    return run_logged(
+        Path(getattr(args, "root", ".")),
+        Path(args.log),
+        job,
+        lambda: int(args.fn(args)),
+        # the audit's table is what `snakemake audit` is run for: it stays on the terminal
+        tee=args.command == "audit",
+        suite=suite,
+        engine=engine,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.log:
+        return _logged(args)
     try:
         rc: int = args.fn(args)
     except UserError as e:

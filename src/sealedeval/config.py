@@ -172,7 +172,24 @@ def validate(data: Any, schema: Mapping[str, Any], where: str) -> None:
     if errors:
         e = errors[0]
         path = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise UserError(f"{where}: {path}: {e.message}")
+        raise UserError(f"{where}: {path}: {e.message}{_did_you_mean(e)}")
+
+
+def _did_you_mean(e: Any) -> str:
+    """For a key the schema does not allow: the closest allowed key at that place (a typo such
+    as ``temperture`` is the usual cause), as the registry's errors do for unknown names."""
+    import difflib
+
+    if e.validator != "additionalProperties" or not isinstance(e.instance, Mapping):
+        return ""
+    allowed = [str(k) for k in (e.schema.get("properties") or {})]
+    unexpected = sorted(str(k) for k in e.instance if k not in allowed)
+    for key in unexpected:
+        close = difflib.get_close_matches(key, allowed, n=1)
+        if close:
+            which = "" if len(unexpected) == 1 else f" for {key!r}"
+            return f"; did you mean {close[0]!r}{which}?"
+    return ""
 
 
 def _relative(root: Path, p: Path) -> Path:
@@ -190,6 +207,16 @@ COMMON_SUITE_KEYS = ("kind", "enabled", "engines", "shards")
 need not repeat them."""
 
 
+def _other_suite(name: str, merged: Mapping[str, Any]) -> str:
+    """A hint for a suite section that names no known suite: a close name among the config's
+    other sections (a misspelt ``tasks`` suite is not in the registry's list)."""
+    import difflib
+
+    others = [str(n) for n in merged.get("suites", {}) if n != name]
+    close = difflib.get_close_matches(name, others, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = None) -> None:
     """Each suite's section against the suite's own schema (defaults applied from it)."""
     from sealedeval.plugins import configure, suite_config_schema
@@ -201,7 +228,8 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
                 suite_config_schema(str(kind), kind=True) if kind else suite_config_schema(name)
             )
         except UserError as e:
-            raise UserError(f"{where}: suites.{name}: {e}") from None
+            hint = "" if "did you mean" in str(e) else _other_suite(name, merged)
+            raise UserError(f"{where}: suites.{name}: {e}{hint}") from None
         if schema is not None:
             own = set(schema.get("properties", {}))
             common = {k: v for k, v in section.items() if k in COMMON_SUITE_KEYS and k not in own}
@@ -215,10 +243,19 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
                 raise UserError(f"{where}: {e}") from None
 
 
-def validate_workflow_config(config: dict[str, Any]) -> None:
-    """For the Snakefile: the per-suite schemas, as ``load_config`` applies them (Snakemake's
-    own ``validate`` checks the central schema). A violation stops the workflow at parse time."""
-    _validate_suites(config, "config", Path("."))
+def validate_workflow_config(
+    config: dict[str, Any],
+    files: Sequence[Path | str],
+    overrides: Mapping[str, Any] | None = None,
+) -> None:
+    """For the Snakefile: ``load_config`` of the files Snakemake merged (in its order, with its
+    ``--config`` overrides), put in place of Snakemake's merge. A bad config then stops the
+    workflow at parse time with the CLI's very line (``UserError``: the same files, merged and
+    checked in the same order, with its "did you mean"), not a schema dump or a traceback; a
+    good one is exactly the config every job's CLI sees, defaults applied."""
+    cfg = load_config(Path("."), files, overrides)
+    config.clear()
+    config.update(cfg.data)
 
 
 def load_config(

@@ -164,12 +164,19 @@ def combine(hashes: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def compute(root: Path, suites: dict[str, list[str]]) -> dict[str, Any]:
-    """The lock document for the given suite → input patterns."""
+def compute(
+    root: Path, suites: dict[str, list[str]], cache: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The lock document for the given suite → input patterns. ``cache`` (input name → digest)
+    lets checks of several suites in one process hash the inputs they share once."""
     out: dict[str, Any] = {}
+    hashes = {} if cache is None else cache
     for suite, patterns in sorted(suites.items()):
         names = expand_inputs(root, suite_patterns(patterns))
-        files = {n: hash_input(resolve_input(root, n)) for n in names}
+        for n in names:
+            if n not in hashes:
+                hashes[n] = hash_input(resolve_input(root, n))
+        files = {n: hashes[n] for n in names}
         out[suite] = {"files": files, "sha256": combine(files)}
     combined = combine({s: v["sha256"] for s, v in out.items()})
     return {"format": LOCK_FORMAT, "python_hash": PY_HASH, "sha256": combined, "suites": out}
@@ -227,10 +234,18 @@ class SealState:
     sealed: bool
 
 
-def check(root: Path, suite: str, patterns: list[str], *, unsealed: bool = False) -> SealState:
+def check(
+    root: Path,
+    suite: str,
+    patterns: list[str],
+    *,
+    unsealed: bool = False,
+    cache: dict[str, str] | None = None,
+) -> SealState:
     """Refuse (UserError) unless the lock exists, matches the files and is committed.
 
     With ``unsealed`` the run goes ahead, but the state says so and every row is marked.
+    ``cache`` is ``compute``'s: one dict across the checks of several suites.
     """
     if unsealed:
         current = compute(root, {suite: patterns})["suites"][suite]["sha256"]
@@ -238,7 +253,7 @@ def check(root: Path, suite: str, patterns: list[str], *, unsealed: bool = False
     doc = read(root)
     if suite not in doc["suites"]:
         raise UserError(f"{LOCK_NAME}: suite {suite!r} is not sealed; run `sealedeval seal`")
-    now = compute(root, {suite: patterns})["suites"][suite]
+    now = compute(root, {suite: patterns}, cache)["suites"][suite]
     if set(now["files"]) != set(doc["suites"][suite]["files"]):
         extra = sorted(set(now["files"]) ^ set(doc["suites"][suite]["files"]))
         raise UserError(f"{LOCK_NAME}: rubric inputs of {suite} changed since the seal: {extra[0]}")

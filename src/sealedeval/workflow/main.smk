@@ -1,10 +1,14 @@
 # sealedeval workflow: generate → run → grade → analyze → publish (→ audit, archive).
 # The table of contents only; helpers live in rules/common.smk, every rule calls the CLI.
+# Every rule runs `sealedeval --log {log} ...`: the command's whole output goes to the log, and
+# when it fails its one line (`sealedeval: error: ...`) reaches the terminal too, named by rule
+# and wildcards, with the log's path; the closing table repeats it (sealedeval/workflow/joblog.py).
 # A project includes this file from its Snakefile (see sealedeval/workflow/__init__.py).
-from snakemake.utils import min_version, validate
+from pathlib import Path
 
-from sealedeval.config import validate_workflow_config
-from sealedeval.workflow import SCHEMA
+from snakemake.utils import min_version
+
+from sealedeval.workflow.preflight import check_config, check_seal, config_files, enabled_suites
 
 min_version("9.0")
 
@@ -16,9 +20,14 @@ min_version("9.0")
 container: config.get("container") or "docker://localhost/sealedeval:0.1.0"
 
 
-validate(config, str(SCHEMA))
-# Each suite's own schema (shipped with the suite) for its section, defaults applied.
-validate_workflow_config(config)
+# Before any job is planned, what would stop every job anyway, said as the CLI says it (one
+# line, exit 2; sealedeval/workflow/preflight.py): the config (the central schema, each engine's
+# kind, each suite's own schema, defaults applied), then the seal of every enabled suite, so a
+# sealed input edited after the seal stops the build even when every output is up to date.
+CONFIG_FILES = config_files(workflow.overwrite_configfiles)
+check_config(config, CONFIG_FILES, workflow.config_settings.config)
+if workflow.is_main_process:  # not again in every cluster job: the job's command checks it
+    check_seal(Path("."), enabled_suites(config))
 
 
 # Cheap rules run on the submitting host, never as cluster jobs (profiles/slurm).
@@ -33,15 +42,17 @@ localrules:
 
 
 # The end of every build (not a dry run): one table of the engine runs this build made, from
-# the ledger (`sealedeval status`: ok, skipped, errors by kind, wall time). A failure to print
-# it never changes the build's outcome.
+# the ledger (`sealedeval status`: ok, skipped, errors by kind, wall time), then each failed
+# job's one-line reason and log; after a success, per suite the seal status and each engine's
+# headline as result.json states them, and where report.html is. A failure to print it never
+# changes the build's outcome.
 from datetime import datetime, timezone
 
 BUILD_STARTED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 onsuccess:
-    shell(f"sealedeval status --since {BUILD_STARTED} {CONFIG_ARGS} || true")
+    shell(f"sealedeval status --since {BUILD_STARTED} --summary {CONFIG_ARGS} || true")
 
 
 onerror:

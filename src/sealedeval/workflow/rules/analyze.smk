@@ -14,4 +14,4 @@ rule analyze:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        "sealedeval analyze {wildcards.suite} --grade {params.config} > {log} 2>&1"
+        "sealedeval --log {log} analyze {wildcards.suite} --grade {params.config}"

@@ -1,5 +1,6 @@
 # `snakemake audit`: the audit of everything the workflow built (never part of `all`, so a
-# build stays a build; it reads what publish wrote and writes only its log).
+# build stays a build; it reads what publish wrote and writes only its log). Its table goes to
+# the terminal as well as the log (`--log` tees the audit: the table is what it is run for).
 rule audit:
     input:
         "results/result.json",
@@ -9,7 +10,7 @@ rule audit:
     params:
         config=CONFIG_ARGS,
     shell:
-        "sealedeval audit {params.config} 2>&1 | tee {log}"
+        "sealedeval --log {log} audit {params.config}"
 
 
 # `snakemake archive`: the deposit bundle (result, report, raw runs, rubric.lock, ledger,
@@ -27,4 +28,4 @@ rule archive:
     params:
         config=CONFIG_ARGS,
     shell:
-        "sealedeval bundle {params.config} > {log} 2>&1"
+        "sealedeval --log {log} --job archive bundle {params.config}"

@@ -7,18 +7,8 @@ from pathlib import Path
 from sealedeval.config import Config
 from sealedeval.stages.pipeline import suite_config_sha256
 
-
-def _config_files():
-    files = ["config/config.yaml"]
-    for f in workflow.overwrite_configfiles or []:
-        f = str(f)
-        if f not in files:
-            files.append(f)
-    return files
-
-
-CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in _config_files())
-SUITES = sorted(s for s, c in config["suites"].items() if c.get("enabled", True))
+CONFIG_ARGS = " ".join(f"-c {shlex.quote(f)}" for f in CONFIG_FILES)
+SUITES = enabled_suites(config)
 
 
 def suite_engines(suite):

@@ -9,4 +9,4 @@ rule generate:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        "sealedeval generate {wildcards.suite} {params.config} > {log} 2>&1"
+        "sealedeval --log {log} generate {wildcards.suite} {params.config}"

@@ -27,4 +27,4 @@ rule publish:
         config=CONFIG_ARGS,
         suite_configs=all_suite_configs,
     shell:
-        "sealedeval publish --jobs {threads} {params.config} > {log} 2>&1"
+        "sealedeval --log {log} publish --jobs {threads} {params.config}"

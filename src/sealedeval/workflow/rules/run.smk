@@ -25,8 +25,8 @@ rule run:
         config=CONFIG_ARGS,
         suite_config=suite_config,
     shell:
-        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.config} "
-        "--status-fd 3 3>&2 > {log} 2>&1"
+        "sealedeval --log {log} run {wildcards.suite} --engine {wildcards.engine} {params.config} "
+        "--status-fd 3 3>&2"
 
 
 # The same calls split into shards, one job each (suites with `shards: N`); on a cluster each
@@ -49,5 +49,5 @@ rule run_shard:
         suite_config=suite_config,
         shard=shard_arg,
     shell:
-        "sealedeval run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
-        "{params.config} --status-fd 3 3>&2 > {log} 2>&1"
+        "sealedeval --log {log} run {wildcards.suite} --engine {wildcards.engine} {params.shard} "
+        "{params.config} --status-fd 3 3>&2"
