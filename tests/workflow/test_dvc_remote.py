@@ -50,7 +50,7 @@ def _free_port() -> int:
 def webdav(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """WsgiDAV serving a fresh directory on a loopback port, anonymous read-write."""
     store = tmp_path / "dav"
-    store.mkdir()
+    (store / "myeval").mkdir(parents=True)  # the folder the lab gives the project
     port = _free_port()
     proc = subprocess.Popen(
         [
