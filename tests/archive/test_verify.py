@@ -11,6 +11,7 @@ recomputed), so it is the audit that must catch it, naming the check.
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import hashlib
 import io
@@ -294,21 +295,26 @@ def test_history_with_the_seal_after_the_runs_fails(loop: Loop, tmp_path: Path) 
 
 
 def test_a_preregistration_published_after_the_first_call_fails(loop: Loop, tmp_path: Path) -> None:
-    """Zenodo says when it published the record; the author cannot set that time."""
-    dep = loop.st.deps[loop.prereg_id]
-    was = dep["_published_at"]
-    dep["_published_at"] = "2099-01-01T00:00:00+00:00"
+    """The author runs first and pre-registers later (say, on a machine whose clock is set
+    back): git dates agree with the story, but Zenodo says when it published the record."""
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).isoformat()
+    root = tmp_path / "author" / "late"
+    root.parent.mkdir()
+    loop.st.clock = later  # what time it is at Zenodo when the pre-registration is published
     try:
-        run = _verify(tmp_path, loop.doi, env={"SEALEDEVAL_ZENODO_URL": loop.st.base})
+        _init_project(root, loop.env)
     finally:
-        dep["_published_at"] = was
+        loop.st.clock = None
+    ok(cli(root, "deposit", "--publish", env=loop.env))
+    doi = json.loads((root / "results/deposit.json").read_text())["zenodo"]["doi"]
+    # the plain, offline audit cannot see it: it has only the author's own record
+    assert cli(root, "audit").rc == 0
+    run = _verify(tmp_path, doi, env={"SEALEDEVAL_ZENODO_URL": loop.st.base})
     assert run.rc == 1, run
     assert run.failing() == {"external anchors"}, run
     detail = run.checks()["external anchors"][1]
-    assert "published 2099-01-01T00:00:00+00:00" in detail and "after the first call" in detail
-    # the plain, offline audit cannot see it: it has only the author's own record
-    local = cli(loop.root, "audit")
-    assert local.rc == 0, local
+    assert f"published {later} (zenodo), after the first call" in detail, run
+    assert run.out.strip().splitlines()[-1] == "verify: FAILED (external anchors)"
 
 
 # -- local sources and bad input ----------------------------------------------------------------

@@ -351,6 +351,8 @@ def build_bundle(root: Path) -> BundleInfo:
     lines = [f"{sha256_file(f)}  {f.name}" for f in files]
     write_text_atomic(out / SUMS, "\n".join(lines) + "\n")
     files.append(out / SUMS)
+    for f in files:  # atomic writes make private temp files; a deposit is for everyone
+        f.chmod(0o644)
     return BundleInfo(
         files=files,
         commit=commit,
