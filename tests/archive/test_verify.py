@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from tests.archive.fake_repos import State, serve
+from tests.archive.tsa import make_tsa, serve_tsa
 from tests.conftest import git
 
 pytestmark = pytest.mark.slow
@@ -90,7 +91,10 @@ class Loop:
     deposit_out: str
 
 
-def _init_project(root: Path, env: dict[str, str]) -> None:
+def _init_project(root: Path, env: dict[str, str], tsa: tuple[str, Path] | None = None) -> None:
+    """init → seal (a Zenodo pre-registration; with ``tsa``, an RFC 3161 token too) → run →
+    publish, each step committed as an author would; with ``tsa`` the ledger head is stamped."""
+    stamp = ["--tsa", tsa[0], "--tsa-ca", str(tsa[1])] if tsa else []
     ok(cli(root.parent, "init", root.name))
     cfg = yaml.safe_load((root / "config/config.yaml").read_text())
     cfg["engines"] = {"reference": {"kind": "reference"}}
@@ -100,7 +104,7 @@ def _init_project(root: Path, env: dict[str, str]) -> None:
         git(root, "config", k, v)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "Project")
-    ok(cli(root, "seal", "--zenodo", "--publish", env=env))
+    ok(cli(root, "seal", "--zenodo", "--publish", *stamp, env=env))
     git(root, "add", "-A")
     git(root, "commit", "-qm", "Seal the rubric (pre-registered on Zenodo)")
     ok(cli(root, "generate", "example"))
@@ -108,6 +112,10 @@ def _init_project(root: Path, env: dict[str, str]) -> None:
     ok(cli(root, "publish", "--jobs", "1"))
     git(root, "add", "-A")
     git(root, "commit", "-qm", "Runs: the ledger")
+    if tsa:
+        ok(cli(root, "seal", "--ledger-head", *stamp))
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "Time-stamp the ledger")
 
 
 def _first_call(root: Path) -> str:
@@ -121,10 +129,12 @@ def _first_call(root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
-    with serve(TOKEN) as st:
+    tsa_dir = tmp_path_factory.mktemp("tsa")
+    make_tsa(tsa_dir)
+    with serve(TOKEN) as st, serve_tsa(tsa_dir) as tsa_url:
         env = {"ZENODO_API_TOKEN": TOKEN, "SEALEDEVAL_ZENODO_URL": st.base}
         root = tmp_path_factory.mktemp("author") / "myeval"
-        _init_project(root, env)
+        _init_project(root, env, (tsa_url, tsa_dir / "ca.pem"))
         prereg = json.loads((root / "rubric.lock.zenodo.json").read_text())
         dep = ok(cli(root, "deposit", "--publish", env=env))
         rec = json.loads((root / "results/deposit.json").read_text())["zenodo"]
@@ -153,6 +163,8 @@ def test_verify_by_doi_passes_and_reads_the_preregistration_back(
     assert status == "PASS", run
     assert f"pre-registration 10.5072/zenodo.{loop.prereg_id} published {published}" in detail
     assert "read back from zenodo" in detail and loop.first_call in detail
+    assert "RFC 3161" in detail, run  # the rubric.lock token travelled and verifies
+    assert "time-stamped" in checks["ledger chain"][1], run  # and the ledger head's
     assert run.out.strip().splitlines()[-1].startswith("verify: passed")
     # progress: a line per fetched file, on stderr
     assert re.search(r"fetch \[\d+/\d+\] raw\.tar\.gz", run.err), run
@@ -176,7 +188,11 @@ def test_the_deposit_carries_what_the_audit_needs(loop: Loop) -> None:
         "report.md",
         "rubric.lock",
         "rubric.lock.zenodo.json",
+        "rubric.lock.tsr",
+        "rubric.lock.tsa.pem",
         "ledger.jsonl",
+        "ledger.head.json",
+        "ledger.head.json.tsr",
     } <= names
     assert not any(n.endswith(".parquet") for n in names), "raw runs go in compressed"
     with tarfile.open(out / "inputs.tar.gz") as t:
@@ -278,12 +294,13 @@ def test_history_with_the_seal_after_the_runs_fails(loop: Loop, tmp_path: Path) 
     root = tmp_path / "rewritten"
     shutil.copytree(loop.root, root)
     commits = git(root, "rev-list", "--reverse", "HEAD").split()
-    project, seal, runs = commits
+    project, _seal, runs, last = commits  # the last time-stamps the ledger head
     git(root, "checkout", "-q", "--orphan", "rewritten", project)
     git(root, "checkout", "-q", runs, "--", "ledger.jsonl")
     git(root, "commit", "-qm", "Runs: the ledger")
-    git(root, "checkout", "-q", seal, "--", ".")
+    git(root, "checkout", "-q", last, "--", ".")
     git(root, "commit", "-qm", "Seal the rubric")
+    assert git(root, "diff", last, "HEAD") == ""  # the same files, another history
     git(root, "branch", "-D", "main")
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")
