@@ -9,8 +9,9 @@ token; ``seen`` records request lines so a test can check where the token travel
 The public read side, as ``sealedeval verify`` uses it, needs no token: Zenodo's
 ``GET /api/records/{id}`` (published records only; ``created`` is the publication time) and
 ``.../files/{key}/content``; Figshare's ``GET /v2/articles/{id}[/versions/{v}]`` (files with
-``download_url``, ``published_date``) and ``/ndownloader/files/{id}``. ``State.clock`` tells
-the fake what time it is when a record is published.
+``download_url``, ``published_date``) and ``/ndownloader/files/{id}``; doi.org's
+``GET /api/handles/{doi}`` for the DOIs in ``State.handles``. ``State.clock`` tells the fake
+what time it is when a record is published.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class State:
     seen: list[str] = field(default_factory=list)
     next_id: int = 100
     clock: str | None = None  # the publication time to record (ISO 8601); None: now
+    handles: dict[str, str] = field(default_factory=dict)  # DOI → URL, as doi.org resolves
 
     def now(self) -> str:
         return self.clock or dt.datetime.now(dt.UTC).isoformat()
@@ -108,6 +110,8 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
             body = self._body()
             if u.path.startswith("/upload/"):  # figshare upload service (token-less, like S3)
                 return self.figshare_upload(method, u.path, body)
+            if method == "GET" and u.path.startswith("/api/handles/"):
+                return self.doi_handle(u.path[len("/api/handles/") :])
             if method == "GET" and u.path.startswith("/api/records/"):
                 return self.zenodo_public(u.path)
             if method == "GET" and u.path.startswith(("/v2/articles/", "/ndownloader/")):
@@ -187,6 +191,13 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 d["_latest_draft"] = i
                 return self._send(201, _dep_view(st, d))
             return self._send(405, {})
+
+        def doi_handle(self, doi: str) -> None:
+            """doi.org's handle API: ``{"responseCode": 1, "values": [{"type": "URL", ...}]}``."""
+            if doi not in st.handles:
+                return self._send(404, {"responseCode": 100, "handle": doi})
+            value = {"type": "URL", "data": {"format": "string", "value": st.handles[doi]}}
+            return self._send(200, {"responseCode": 1, "handle": doi, "values": [value]})
 
         def zenodo_public(self, path: str) -> None:
             m = re.fullmatch(r"/api/records/(\d+)(?:/files/([^/]+)/content)?", path)

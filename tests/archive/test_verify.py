@@ -381,6 +381,21 @@ def test_figshare_doi_verifies(loop: Loop, tmp_path: Path) -> None:
     assert run.checks()["external anchors"][0] == "PASS", run
 
 
+def test_a_record_url_and_another_doi_verify(loop: Loop, tmp_path: Path) -> None:
+    """A Zenodo record URL (its API is on the same host), and a DOI of another registrant that
+    doi.org resolves to that URL."""
+    rec = json.loads((loop.root / "results/deposit.json").read_text())["zenodo"]
+    url = f"{loop.st.base}/records/{rec['id']}"
+    loop.st.handles["10.1234/lab.eval.7"] = url
+    env = {"SEALEDEVAL_ZENODO_URL": loop.st.base, "SEALEDEVAL_DOI_RESOLVER": loop.st.base}
+    for source in (url, "doi:10.1234/lab.eval.7"):
+        run = _verify(tmp_path, source, env=env)
+        assert run.rc == 0, run
+        assert f"zenodo record {rec['id']}" in run.err, run
+    run = _verify(tmp_path, "10.1234/unknown", env=env)
+    assert run.rc == 2 and "DOI 10.1234/unknown: not found" in run.err, run
+
+
 def test_no_secret_is_bundled(loop: Loop, tmp_path: Path) -> None:
     root = tmp_path / "s"
     shutil.copytree(loop.root, root)

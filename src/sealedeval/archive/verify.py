@@ -49,7 +49,9 @@ ZENODO_DOI = re.compile(r"^10\.(5281|5072)/zenodo\.(\d+)$", re.IGNORECASE)
 FIGSHARE_DOI = re.compile(r"^10\.6084/m9\.figshare\.(\d+)(?:\.v(\d+))?$", re.IGNORECASE)
 DOI = re.compile(r"^10\.\d{4,9}/\S+$")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+DRAFT_HINT = " (a draft is not public: publish it)"
 TIMEOUT = 60.0
+PROGRESS_EVERY = 64 << 20  # a progress line per 64 MiB of a large file
 CHUNK = 1 << 20
 # What a bundle must hold for the audit to run at all.
 ESSENTIAL = (bundle.MANIFEST, bundle.HISTORY, bundle.RAW, "result.json", LOCK_NAME)
@@ -112,7 +114,7 @@ def _http() -> Any:
     return httpx.Client(timeout=TIMEOUT, follow_redirects=True)
 
 
-def _get_json(url: str, what: str) -> Any:
+def _get_json(url: str, what: str, *, hint: str = "") -> Any:
     import httpx
 
     try:
@@ -121,7 +123,7 @@ def _get_json(url: str, what: str) -> Any:
     except httpx.HTTPError as e:
         raise UserError(f"{what}: {url}: {type(e).__name__} (offline?)") from None
     if r.status_code == 404:
-        raise UserError(f"{what}: not found at {url} (a draft is not public; publish it)")
+        raise UserError(f"{what}: not found at {url}{hint}")
     if r.status_code >= 400:
         try:
             msg = str(r.json().get("message", ""))[:200]
@@ -136,7 +138,9 @@ def _get_json(url: str, what: str) -> Any:
 
 def zenodo_record(base: str, record_id: str) -> Record:
     """``GET /api/records/{id}``: files (key, size, md5, content link), DOI, creation time."""
-    doc = _get_json(f"{base}/api/records/{record_id}", f"zenodo record {record_id}")
+    doc = _get_json(
+        f"{base}/api/records/{record_id}", f"zenodo record {record_id}", hint=DRAFT_HINT
+    )
     files = []
     for f in doc.get("files") or []:
         checksum = str(f.get("checksum") or "")
@@ -163,7 +167,7 @@ def figshare_record(base: str, article: str, version: str | None) -> Record:
     """``GET /articles/{id}[/versions/{v}]``: files (name, size, md5, download URL), DOI and
     ``published_date``."""
     path = f"/articles/{article}" + (f"/versions/{version}" if version else "")
-    doc = _get_json(base + path, f"figshare article {article}")
+    doc = _get_json(base + path, f"figshare article {article}", hint=DRAFT_HINT)
     files = [
         RemoteFile(
             name=str(f.get("name") or ""),
@@ -243,9 +247,17 @@ def download(record: Record, dest: Path, log: IO[str]) -> None:
                 with client.stream("GET", f.url) as r, open(dest / name, "wb") as out:
                     if r.status_code >= 400:
                         raise UserError(f"{name}: download failed: HTTP {r.status_code}")
+                    got = 0
                     for chunk in r.iter_bytes(CHUNK):
                         out.write(chunk)
                         md5.update(chunk)
+                        got += len(chunk)
+                        if got // PROGRESS_EVERY != (got - len(chunk)) // PROGRESS_EVERY:
+                            log.write(
+                                f"fetch [{i}/{len(record.files)}] {name} ... "
+                                f"{bundle.human(got)} of {bundle.human(f.size or 0)}\n"
+                            )
+                            log.flush()
             except httpx.HTTPError as e:
                 raise UserError(f"{name}: download failed: {type(e).__name__}") from None
             size = (dest / name).stat().st_size
