@@ -341,6 +341,7 @@ def test_a_local_bundle_and_its_zip_verify_offline(loop: Loop, tmp_path: Path) -
     assert run.rc == 0, run
     status, detail = run.checks()["external anchors"]
     assert status == "WARN" and "not read back from zenodo" in detail, run
+    assert "could not be read back" in run.out.strip().splitlines()[-1], run
     zpath = tmp_path / "deposit.zip"
     with zipfile.ZipFile(zpath, "w") as z:
         for p in sorted((loop.root / "results/deposit/bundle").iterdir()):

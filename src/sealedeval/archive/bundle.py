@@ -319,7 +319,8 @@ def build_bundle(root: Path) -> BundleInfo:
     result = json.loads((root / "results/result.json").read_text(encoding="utf-8"))
     sources = list((result.get("config") or {}).get("sources") or ["config/config.yaml"])
 
-    out = root / BUNDLE_DIR
+    final = root / BUNDLE_DIR
+    out = final.with_name(f".{final.name}.partial")  # renamed into place once complete
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -353,13 +354,19 @@ def build_bundle(root: Path) -> BundleInfo:
     files.append(out / SUMS)
     for f in files:  # atomic writes make private temp files; a deposit is for everyone
         f.chmod(0o644)
+    raw_archive_bytes = (out / RAW).stat().st_size
+    total_bytes = sum(f.stat().st_size for f in files)
+    if final.exists():
+        shutil.rmtree(final)
+    out.rename(final)
+    files = [final / f.name for f in files]
     return BundleInfo(
         files=files,
         commit=commit,
         raw_parts=len(parts),
         raw_bytes=raw_bytes,
-        raw_archive_bytes=(out / RAW).stat().st_size,
-        total_bytes=sum(f.stat().st_size for f in files),
+        raw_archive_bytes=raw_archive_bytes,
+        total_bytes=total_bytes,
     )
 
 

@@ -537,11 +537,12 @@ def verdict(o: Outcome) -> str:
     if bad:
         return f"verify: FAILED ({', '.join(bad)})"
     anchor = next((c for c in o.checks if c.name == "external anchors"), None)
-    said = (
-        f"; anchored: {anchor.detail}"
-        if anchor is not None and anchor.status == "PASS"
-        else "; no external anchor: the order in time rests on git dates"
-    )
+    if anchor is not None and anchor.status == "PASS":
+        said = f"; anchored: {anchor.detail}"
+    elif anchor is not None and "not read back" in anchor.detail:
+        said = "; the pre-registration could not be read back: the order in time is unconfirmed"
+    else:
+        said = "; no external anchor: the order in time rests on git dates"
     return (
         f"verify: passed ({len(o.checks)} checks"
         + (f", warnings: {', '.join(warns)}" if warns else "")
