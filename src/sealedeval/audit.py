@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,22 @@ def _dvc_lock_raw_md5s(text: str | None) -> set[str]:
     return out
 
 
+@dataclass(frozen=True)
+class ExternalAnchor:
+    """A pre-registration record as its repository's public API reports it (read by
+    ``sealedeval verify``; the plain audit stays offline and has none): the publication time
+    the repository set, which no author can choose, and the sha256 of the rubric.lock the
+    record holds. ``error`` says why it could not be read."""
+
+    service: str
+    record_id: str
+    doi: str
+    published: str | None
+    url: str
+    lock_sha256: str | None
+    error: str = ""
+
+
 @dataclass
 class Check:
     name: str
@@ -76,8 +92,15 @@ def _ts(iso: str) -> float:
 
 
 class Auditor:
-    def __init__(self, cfg: Config, *, allow_unsealed: bool = False) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        allow_unsealed: bool = False,
+        anchors: Sequence[ExternalAnchor] = (),
+    ) -> None:
         self.cfg = cfg
+        self.anchors = list(anchors)
         self.root = cfg.root
         self.allow_unsealed = allow_unsealed
         self.checks: list[Check] = []
@@ -651,6 +674,7 @@ class Auditor:
         first = min(sealed_starts) if sealed_starts else None
         found: list[str] = []
         problems: list[str] = []
+        unsure: list[str] = []
         if (self.root / timestamp.TSR_NAME).exists():
             ok, detail, info = timestamp.verify(self.root)
             if not ok:
@@ -665,8 +689,11 @@ class Auditor:
                 rec = json.loads(prereg.read_text(encoding="utf-8"))
             except ValueError:
                 rec = {}
+            read = next((a for a in self.anchors if a.record_id == str(rec.get("id"))), None)
             if rec.get("rubric_lock_sha256") != sha256_file(self.root / lock.LOCK_NAME):
                 problems.append(f"{PREREG_NAME} records another {lock.LOCK_NAME}")
+            elif read is not None:
+                self._read_anchor(read, rec, first, found, problems, unsure)
             elif not rec.get("published"):
                 found.append(
                     f"{rec.get('service', 'deposit')} draft {rec.get('id')} "
@@ -680,6 +707,8 @@ class Auditor:
                 )
         if problems:
             self.add("external anchors", False, "; ".join(problems))
+        elif unsure:
+            self.add("external anchors", False, "; ".join(found + unsure), warn=True)
         elif found:
             self.add("external anchors", True, "; ".join(found))
         else:
@@ -689,6 +718,38 @@ class Auditor:
                 "none: only git dates exist, and a git date is set "
                 "by the client and proves nothing on its own",
                 warn=True,
+            )
+
+    @staticmethod
+    def _read_anchor(
+        a: ExternalAnchor,
+        rec: dict[str, Any],
+        first: str | None,
+        found: list[str],
+        problems: list[str],
+        unsure: list[str],
+    ) -> None:
+        """The pre-registration as the repository reports it: public, the DOI the project
+        names, holding this rubric.lock, published before the first sealed call."""
+        name = f"pre-registration {a.doi or rec.get('doi')}"
+        if a.error:
+            unsure.append(f"{name} not read back from {a.service} ({a.error})")
+        elif rec.get("doi") and a.doi and a.doi != rec.get("doi"):
+            problems.append(f"{a.service} record {a.record_id} has DOI {a.doi}, not {rec['doi']}")
+        elif a.lock_sha256 is None:
+            problems.append(f"{name} holds no {lock.LOCK_NAME}")
+        elif a.lock_sha256 != rec.get("rubric_lock_sha256"):
+            problems.append(f"{name} holds another {lock.LOCK_NAME} than {PREREG_NAME} names")
+        elif not a.published:
+            unsure.append(f"{name}: {a.service} reports no publication time")
+        elif first is not None and _ts(a.published) > _ts(first):
+            problems.append(
+                f"{name} published {a.published} ({a.service}), after the first call {first}"
+            )
+        else:
+            found.append(
+                f"{name} published {a.published} (read back from {a.service})"
+                + (f", before the first call {first}" if first else "")
             )
 
     def check_harness_headline(self) -> None:

@@ -32,6 +32,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"kept your {rel} (differs from the template; not overwritten)")
     if res.git_init:
         print(f"git init {res.root}")
+    if res.dvc:
+        print(res.dvc)
     print("next:")
     print(f"  cd {args.dir}")
     print('  sealedeval seal && git add -A && git commit -m "Seal the rubric"')
@@ -434,9 +436,20 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     from sealedeval.archive.bundle import BUNDLE_DIR, build_bundle
 
     cfg = _cfg(args)
-    files = build_bundle(cfg.root)
-    print(f"wrote {len(files)} files under {BUNDLE_DIR}/ (SHA256SUMS beside them)")
+    info = build_bundle(cfg.root)
+    _print_bundle(info.summary())
+    print(f"wrote {len(info.files)} files under {BUNDLE_DIR}/ (SHA256SUMS beside them)")
     return 0
+
+
+def _print_bundle(info: Any) -> None:
+    from sealedeval.archive.bundle import RAW, human
+
+    print(
+        f"raw runs: {info['raw_parts']} parts, {human(info['raw_bytes'])} → {RAW} "
+        f"{human(info['raw_archive_bytes'])}; deposit {human(info['bytes'])} "
+        f"(commit {info['commit'][:12]})"
+    )
 
 
 def cmd_deposit(args: argparse.Namespace) -> int:
@@ -454,6 +467,7 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         zenodo_url=args.zenodo_url,
         figshare_url=args.figshare_url,
     )
+    _print_bundle(rec["bundle"])
     for service in ("zenodo", "figshare"):
         if args.__dict__[service]:
             r = rec[service]
@@ -571,6 +585,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
     bad = failed(checks)
     print("audit: FAILED" if bad else "audit: passed")
     return 1 if bad else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from sealedeval.archive.verify import verify
+
+    outcome = verify(
+        args.source,
+        zenodo_url=args.zenodo_url,
+        figshare_url=args.figshare_url,
+        offline=args.offline,
+        keep=Path(args.keep) if args.keep else None,
+    )
+    return 0 if outcome.ok else 1
 
 
 def _deposit_opts(s: argparse.ArgumentParser) -> None:
@@ -791,6 +818,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept rows run with --unsealed (the result says not pre-registered)",
     )
     s.set_defaults(fn=cmd_audit)
+
+    s = sub.add_parser(
+        "verify",
+        help="fetch a deposit (DOI, record URL, zip or folder), rebuild the project, audit it",
+    )
+    s.add_argument("source", metavar="SOURCE", help="DOI, record URL, zip or bundle folder")
+    s.add_argument("--zenodo-url", metavar="URL", help="Zenodo base URL (for tests/mirrors)")
+    s.add_argument("--figshare-url", metavar="URL", help="Figshare API base (for tests/mirrors)")
+    s.add_argument(
+        "--offline",
+        action="store_true",
+        help="a local folder or zip only; do not read a pre-registration back from Zenodo",
+    )
+    s.add_argument("--keep", metavar="DIR", help="rebuild the project in DIR and keep it there")
+    s.set_defaults(fn=cmd_verify)
 
     from sealedeval.imports.cli import add_parser as add_import_parser
 

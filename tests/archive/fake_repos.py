@@ -5,10 +5,18 @@ Zenodo: POST /api/deposit/depositions, GET/PUT /api/deposit/depositions/{id}, bu
 the same concept, named by links.latest_draft). Figshare: /v2/account/articles, file initiate →
 upload service parts → PUT part → complete, reserve_doi, publish. Every request must carry the
 token; ``seen`` records request lines so a test can check where the token travelled.
+
+The public read side, as ``sealedeval verify`` uses it, needs no token: Zenodo's
+``GET /api/records/{id}`` (published records only; ``created`` is the publication time) and
+``.../files/{key}/content``; Figshare's ``GET /v2/articles/{id}[/versions/{v}]`` (files with
+``download_url``, ``published_date``) and ``/ndownloader/files/{id}``; doi.org's
+``GET /api/handles/{doi}`` for the DOIs in ``State.handles``. ``State.clock`` tells the fake
+what time it is when a record is published.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import http.server
 import json
@@ -31,6 +39,11 @@ class State:
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     next_id: int = 100
+    clock: str | None = None  # the publication time to record (ISO 8601); None: now
+    handles: dict[str, str] = field(default_factory=dict)  # DOI → URL, as doi.org resolves
+
+    def now(self) -> str:
+        return self.clock or dt.datetime.now(dt.UTC).isoformat()
 
 
 def _dep_view(st: State, d: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +70,13 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
             data = json.dumps(body).encode() if body is not None else b""
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_bytes(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -90,6 +110,12 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
             body = self._body()
             if u.path.startswith("/upload/"):  # figshare upload service (token-less, like S3)
                 return self.figshare_upload(method, u.path, body)
+            if method == "GET" and u.path.startswith("/api/handles/"):
+                return self.doi_handle(u.path[len("/api/handles/") :])
+            if method == "GET" and u.path.startswith("/api/records/"):
+                return self.zenodo_public(u.path)
+            if method == "GET" and u.path.startswith(("/v2/articles/", "/ndownloader/")):
+                return self.figshare_public(u.path)
             if not self._authed(q):
                 return self._send(401, {"message": "bad token"})
             if u.path.startswith("/api/"):
@@ -138,6 +164,7 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 if not st.buckets[d["_bucket"]]:
                     return self._send(400, {"message": "no files"})
                 d.update(
+                    _published_at=st.now(),
                     submitted=True,
                     state="done",
                     doi=d["metadata"]["prereserve_doi"]["doi"],
@@ -164,6 +191,91 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 d["_latest_draft"] = i
                 return self._send(201, _dep_view(st, d))
             return self._send(405, {})
+
+        def doi_handle(self, doi: str) -> None:
+            """doi.org's handle API: ``{"responseCode": 1, "values": [{"type": "URL", ...}]}``."""
+            if doi not in st.handles:
+                return self._send(404, {"responseCode": 100, "handle": doi})
+            value = {"type": "URL", "data": {"format": "string", "value": st.handles[doi]}}
+            return self._send(200, {"responseCode": 1, "handle": doi, "values": [value]})
+
+        def zenodo_public(self, path: str) -> None:
+            m = re.fullmatch(r"/api/records/(\d+)(?:/files/([^/]+)/content)?", path)
+            d = st.deps.get(int(m.group(1))) if m else None
+            if m is None or d is None or not d["submitted"]:
+                return self._send(404, {"status": 404, "message": "PID does not exist."})
+            files = st.buckets[d["_bucket"]]
+            if m.group(2):
+                if m.group(2) not in files:
+                    return self._send(404, {"status": 404, "message": "File not found."})
+                return self._send_bytes(files[m.group(2)])
+            i = d["id"]
+            return self._send(
+                200,
+                {
+                    "id": i,
+                    "recid": str(i),
+                    "conceptrecid": d["conceptrecid"],
+                    "doi": d["doi"],
+                    "conceptdoi": d["conceptdoi"],
+                    "created": d["_published_at"],
+                    "updated": d["_published_at"],
+                    "metadata": {
+                        **{k: v for k, v in d["metadata"].items() if k != "prereserve_doi"},
+                        "publication_date": d["_published_at"][:10],
+                    },
+                    "files": [
+                        {
+                            "key": n,
+                            "size": len(b),
+                            "checksum": "md5:" + hashlib.md5(b).hexdigest(),
+                            "links": {"self": f"{st.base}/api/records/{i}/files/{n}/content"},
+                        }
+                        for n, b in sorted(files.items())
+                    ],
+                    "links": {
+                        "html": f"{st.base}/records/{i}",
+                        "doi": f"https://doi.org/{d['doi']}",
+                    },
+                },
+            )
+
+        def _figshare_file(self, fid: int) -> bytes:
+            up = st.uploads[str(fid)]
+            return b"".join(up["parts"][k] for k in sorted(up["parts"]))
+
+        def figshare_public(self, path: str) -> None:
+            m = re.fullmatch(r"/ndownloader/files/(\d+)", path)
+            if m:
+                if m.group(1) not in st.uploads:
+                    return self._send(404, {"message": "File not found", "code": "NotFound"})
+                return self._send_bytes(self._figshare_file(int(m.group(1))))
+            m = re.fullmatch(r"/v2/articles/(\d+)(?:/versions/(\d+))?", path)
+            a = st.articles.get(int(m.group(1))) if m else None
+            if m is None or a is None or a["version"] == 0:
+                return self._send(
+                    404, {"message": "Entity not found: article", "code": "EntityNotFound"}
+                )
+            return self._send(
+                200,
+                {
+                    "id": a["id"],
+                    "doi": a["doi"],
+                    "version": a["version"],
+                    "published_date": a["published_date"],
+                    "figshare_url": f"{st.base}/articles/dataset/x/{a['id']}",
+                    "files": [
+                        {
+                            "id": f["id"],
+                            "name": f["name"],
+                            "size": f.get("size", 0),
+                            "computed_md5": hashlib.md5(self._figshare_file(f["id"])).hexdigest(),
+                            "download_url": f"{st.base}/ndownloader/files/{f['id']}",
+                        }
+                        for f in sorted(a["files"].values(), key=lambda f: f["name"])
+                    ],
+                },
+            )
 
         def figshare(self, method: str, path: str, body: bytes) -> None:
             if method == "POST" and path == "/account/articles":
@@ -229,6 +341,7 @@ def make_handler(st: State) -> type[http.server.BaseHTTPRequestHandler]:
                 if any(f["status"] != "available" for f in a["files"].values()):
                     return self._send(400, {"message": "incomplete upload"})
                 a["version"] += 1
+                a["published_date"] = st.now().replace("+00:00", "Z")
                 return self._send(201, {"location": f"{st.base}/articles/{a['id']}"})
             return self._send(405, {})
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,17 +60,23 @@ def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
         assert rec["published"] is False and rec["doi"].startswith("10.5072/")
         dep = st.deps[rec["id"]]
         files = st.buckets[dep["_bucket"]]
-        # The bundle: flat names, raw parquet from two engines kept apart, SHA256SUMS checks out.
+        # The bundle: flat names, raw parquet of two engines kept apart (compressed, with
+        # their paths), SHA256SUMS checks out.
         assert {
             "result.json",
             "rubric.lock",
             "report.md",
             "CITATION.cff",
             "SHA256SUMS",
-            "raw__golden__reference__part-1.parquet",
-            "raw__golden__local__part-1.parquet",
+            "raw.tar.gz",
+            "history.bundle",
             "figures__golden_accuracy.png",
         } <= set(files)
+        with tarfile.open(fileobj=io.BytesIO(files["raw.tar.gz"])) as t:
+            assert t.getnames() == [
+                "results/raw/golden/local/part-1.parquet",
+                "results/raw/golden/reference/part-1.parquet",
+            ]
         for line in files["SHA256SUMS"].decode().splitlines():
             digest, name = line.split("  ")
             assert hashlib.sha256(files[name]).hexdigest() == digest

@@ -90,8 +90,9 @@ def test_init_from_a_wheel_runs_and_audits(tmp_path: Path) -> None:
     assert sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
-        if p.is_file() and ".git" not in p.parts
+        if p.is_file() and ".git" not in p.parts and ".dvc" not in p.parts
     ) == [
+        ".dvcignore",
         ".gitignore",
         "README.md",
         "Snakefile",

@@ -57,7 +57,8 @@ def run_deposit(
     root = cfg.root
     record = citation.deposit_record(root)
     write_text_atomic(root / citation.CITATION, citation.render(cfg, record))
-    files = bundle.build_bundle(root)
+    info = bundle.build_bundle(root)
+    files = info.files
     meta = metadata(cfg)
     if to_zenodo:
         record["zenodo"] = zenodo.deposit(
@@ -72,7 +73,8 @@ def run_deposit(
         record["figshare"] = figshare.deposit(
             files, meta, publish=publish, previous=record.get("figshare"), base_url=figshare_url
         )
-    record["bundle_sha256sums"] = sha256_file(root / bundle.BUNDLE_DIR / "SHA256SUMS")
+    record["bundle_sha256sums"] = sha256_file(root / bundle.BUNDLE_DIR / bundle.SUMS)
+    record["bundle"] = info.summary()
     write_text_atomic(root / citation.DEPOSIT, dumps(record))
     write_text_atomic(root / citation.CITATION, citation.render(cfg, record))
     return record

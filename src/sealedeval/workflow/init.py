@@ -1,15 +1,20 @@
 """``sealedeval init DIR``: a new evaluation project that uses the installed package.
 
 The project holds only what is the user's: a three-line Snakefile that includes the workflow
-shipped in the package, its config, its data, ``dvc.yaml``, ``.gitignore`` and a README with the
-next three commands. Nothing of this repository is copied, so upgrading the package upgrades
-the workflow. An existing file is never overwritten: without ``--force`` a non-empty DIR is an
-error naming the first conflict; with ``--force`` the missing files are added and every file
-that differs from the template is kept and listed.
+shipped in the package, its config, its data, ``dvc.yaml``, ``.gitignore``, ``.dvcignore`` and
+a README with the next three commands. When DVC is installed the project is a DVC repository
+with a default remote (``storage``: a directory beside the project, ``../<name>-dvc-storage``,
+that works on one machine at once; the README says how to point it at the lab's SSH or WebDAV
+server), so ``dvc push`` archives the raw runs and a clone gets them with ``dvc pull``; without
+DVC this step is skipped and said so. Nothing of this repository is copied, so upgrading the
+package upgrades the workflow. An existing file is never overwritten: without ``--force`` a
+non-empty DIR is an error naming the first conflict; with ``--force`` the missing files are
+added and every file that differs from the template is kept and listed.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +23,9 @@ from sealedeval.errors import UserError
 from sealedeval.workflow import WORKFLOW_DIR
 
 TEMPLATE = WORKFLOW_DIR / "template"
-RENAMES = {"gitignore": ".gitignore"}  # dotfiles do not survive every packaging tool
+RENAMES = {"gitignore": ".gitignore", "dvcignore": ".dvcignore"}  # dotfiles do not survive
+# every packaging tool
+DVC_REMOTE = "storage"
 
 
 @dataclass
@@ -27,6 +34,7 @@ class InitResult:
     written: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     git_init: bool = False
+    dvc: str = ""  # what was done about DVC, one line
 
 
 def template_files() -> dict[str, bytes]:
@@ -92,4 +100,32 @@ def init_project(dest: Path, *, force: bool = False) -> InitResult:
             text=True,
         )
         res.git_init = True
+    res.dvc = setup_dvc(dest)
     return res
+
+
+def default_remote(dest: Path) -> str:
+    """The default DVC remote's URL: a directory beside the project (``dvc remote add``
+    stores it relative to ``.dvc/``)."""
+    return str(dest.parent / f"{dest.name}-dvc-storage")
+
+
+def setup_dvc(dest: Path) -> str:
+    """``dvc init`` and the default remote, unless DVC is missing or already set up."""
+    if (dest / ".dvc").exists():
+        return "kept your .dvc/ (DVC already set up)"
+    if shutil.which("dvc") is None:
+        return (
+            "dvc is not installed: skipped `dvc init` (pip install 'sealedeval[workflow]', "
+            f"then `dvc init && dvc remote add -d {DVC_REMOTE} URL`)"
+        )
+    url = default_remote(dest)
+    for cmd in (
+        ["dvc", "init", "-q"],
+        ["dvc", "remote", "add", "-d", DVC_REMOTE, url],
+    ):
+        proc = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            msg = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+            raise UserError(f"{dest}: {' '.join(cmd[:3])}: {msg}")
+    return f"dvc init; default remote {DVC_REMOTE} → {url} (change it: README.md)"
