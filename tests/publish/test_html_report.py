@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from tests.publish.html_fixture import publish_again, tiny_report
 
-from sealedeval.publish import html as rh
 from sealedeval.publish import first_page, summary
+from sealedeval.publish import html as rh
 from sealedeval.store.schema import raw_row
 
 HERE = Path(__file__).parent

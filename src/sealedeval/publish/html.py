@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.canonical import compact
+from sealedeval.config import Config
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic, summary
@@ -288,8 +289,9 @@ TARGET_FIELDS = (
     "expected_answer",
     "answer",
     "reference",
+    "reference_answer",
+    "reference_value",
     "gold",
-    "label",
     "solution",
 )
 """Item fields that hold the expected answer, tried in this order when the suite does not name
@@ -299,12 +301,18 @@ its own (the ``tasks`` kind's default target column first, golden's ``answer``).
 @dataclass(frozen=True)
 class SampleView:
     """How one suite's samples answer "why was this wrong?": which grader's verdict is the
-    suite's own (the one its headline counts) and which item field holds the expected answer.
+    suite's own (the one its headline counts), which item fields hold the expected answer, and
+    whether the verdict is the grade's category (``"category"``: "correct", "abstained") or
+    its pass / fail and score (``"passed"``: for suites that score rather than judge).
     ``None``: not named (the verdict is then the category every grader's row shares, or the
     only grader's; the target the first of ``TARGET_FIELDS`` the item has)."""
 
     primary_grader: str | None = None
-    target_field: str | None = None
+    target_field: str | tuple[str, ...] | None = None
+    verdict: str = "category"
+
+
+VERDICT_BY = ("category", "passed")
 
 
 def _find_key(doc: Any, key: str) -> Any:
@@ -325,30 +333,46 @@ def _find_key(doc: Any, key: str) -> Any:
 
 
 def sample_view(name: str, section: Mapping[str, Any]) -> SampleView:
-    """From the suite's summary hints (``samples``: ``primary_grader``, ``target_field``),
-    else from result.json: the analysis design's ``primary`` grader (the ``tasks`` kind's) and
-    the suite's configured ``target_column`` (its design parameters)."""
+    """From the suite's summary hints (``samples``: ``primary_grader``, ``target_field`` (a
+    field or a list of them), ``verdict``), else from result.json: the analysis design's
+    ``primary`` grader (the ``tasks`` kind's) and the suite's configured ``target_column``
+    (its design parameters)."""
     given = summary.hints(name, section).get("samples") or {}
     design = (section.get("analysis") or {}).get("design") or {}
     primary = given.get("primary_grader") or (
         design.get("primary") if isinstance(design, Mapping) else None
     )
     target = given.get("target_field") or _find_key(section.get("design"), "target_column")
+    if isinstance(target, list):
+        target = tuple(str(t) for t in target)
+    by = str(given.get("verdict") or "category")
+    if by not in VERDICT_BY:
+        raise ValueError(f"suite {name}: summary hint samples.verdict {by!r} not in {VERDICT_BY}")
     return SampleView(
         primary_grader=str(primary) if isinstance(primary, str) and primary else None,
-        target_field=str(target) if isinstance(target, str) and target else None,
+        target_field=target if isinstance(target, str | tuple) and target else None,
+        verdict=by,
     )
+
+
+def _present(v: Any) -> bool:
+    return v is not None and v != "" and v != []
 
 
 def expected_answer(item: Mapping[str, Any] | None, view: SampleView) -> dict[str, Any] | None:
     """``{"field": ..., "value": ...}``: the item's expected answer, or None when the item
-    (or the field) is not there. A value is shown as stored (a list lists alternatives)."""
+    (or the field) is not there. A value is shown as stored (a list lists alternatives);
+    several named fields give ``{field: value}``."""
     if not item:
         return None
+    if isinstance(view.target_field, tuple):
+        got = {f: _json_field(item.get(f), None) for f in view.target_field}
+        got = {f: v for f, v in got.items() if _present(v)}
+        return {"field": ", ".join(got), "value": got} if got else None
     fields = [view.target_field] if view.target_field else list(TARGET_FIELDS)
     for f in fields:
         v = item.get(f)
-        if v is not None and v != "" and v != []:
+        if _present(v):
             return {"field": f, "value": _json_field(v, v)}
     return None
 
@@ -361,15 +385,16 @@ def _is(g: Mapping[str, Any], grader: str) -> bool:
 
 
 def primary_verdict(
-    grades: Sequence[Mapping[str, Any]], primary: str | None = None
+    grades: Sequence[Mapping[str, Any]], primary: str | None = None, by: str = "category"
 ) -> dict[str, Any]:
     """The sample's one verdict, the suite's own: ``{"word", "grader", "passed", "tone"}``.
 
     The primary grader's (``primary``, by its id or name) when it graded the sample, else the
-    only grader's; its category names the verdict when it has one ("correct", "abstained"),
-    else pass / fail. Without either, the category every row shares (suites write the primary
-    decision on every grader's row). Only when graders disagree and none is primary does it
-    count them ("1/2 graders pass"). ``tone`` is pass / fail / "" (neither known)."""
+    only grader's; its category names the verdict when it has one ("correct", "abstained")
+    and ``by`` is "category", else pass / fail (with the score when it is not 0 or 1).
+    Without either, the category every row shares (suites write the primary decision on
+    every grader's row). Only when graders disagree and none is primary does it count them
+    ("1/2 graders pass"). ``tone`` is pass / fail / "" (neither known)."""
     if not grades:
         return {"word": "ungraded", "grader": "", "passed": None, "tone": ""}
     chosen = next((g for g in grades if primary and _is(g, primary)), None)
@@ -377,22 +402,21 @@ def primary_verdict(
         chosen = grades[0]
     if chosen is not None:
         p = chosen.get("passed")
-        word = str(chosen.get("category") or "") or (
-            "n/a" if p is None else "pass" if p else "fail"
-        )
+        word = "n/a" if p is None else "pass" if p else "fail"
+        score = chosen.get("score")
+        if isinstance(score, int | float) and score not in (0, 1) and math.isfinite(score):
+            word += f" (score {score:.3f})"
+        if by == "category" and chosen.get("category"):
+            word = str(chosen["category"])
         tone = "" if p is None else "pass" if p else "fail"
         return {"word": word, "grader": str(chosen.get("grader") or ""), "passed": p, "tone": tone}
     cats = {str(g.get("category") or "") for g in grades}
-    if len(cats) == 1 and "" not in cats:
+    if by == "category" and len(cats) == 1 and "" not in cats:
         return {"word": cats.pop(), "grader": "", "passed": None, "tone": ""}
     n_pass = sum(1 for g in grades if g.get("passed") is True)
     tone = "pass" if n_pass == len(grades) else "fail" if n_pass == 0 else ""
-    return {
-        "word": f"{n_pass}/{len(grades)} graders pass",
-        "grader": "",
-        "passed": None,
-        "tone": tone,
-    }
+    word = f"{n_pass}/{len(grades)} graders pass"
+    return {"word": word, "grader": "", "passed": None, "tone": tone}
 
 
 def suite_samples(
@@ -447,7 +471,7 @@ def suite_samples(
                 "raw": True,
             }
         )
-        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader)
+        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader, view.verdict)
         out[-1]["target"] = expected_answer(items.get(out[-1]["item"]), view)
     for key, gs in by_key.items():
         if key in seen:
@@ -481,27 +505,36 @@ def suite_samples(
                 "raw": False,
             }
         )
-        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader)
+        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader, view.verdict)
         out[-1]["target"] = expected_answer(items.get(out[-1]["item"]), view)
     out.sort(key=lambda s: (s["engine"], s["item"], s["condition"], s["repeat"], s["key"]))
     return out
 
 
-def read_samples(root: Path, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def read_samples(
+    root: Path, result: Mapping[str, Any], cfg: Config | None = None
+) -> list[dict[str, Any]]:
     """Every published suite's samples, from what publish already reads: the graded file the
-    grade stage wrote and the latest raw row per key (the prompts and answers are only there)."""
+    grade stage wrote and the latest raw row per key (the prompts and answers are only there),
+    with each item's expected answer from the items file, or, when the workflow's generate
+    step did not write one (``sealedeval run`` alone) and ``cfg`` is given, from the items the
+    suite generates under the rows' rubric hash (what the analysis graded against)."""
     from sealedeval.stages import artifacts
+    from sealedeval.stages.pipeline import load_items, rows_rubric
     from sealedeval.store.raw import latest_records, raw_files
 
     out: list[dict[str, Any]] = []
     for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
+        raw = list(latest_records(raw_files(root, name)))
         path = artifacts.items_path(root, name)
-        items = (
-            {artifacts.item_id(i): i for i in artifacts.read_items(path)} if path.exists() else {}
-        )
-        view = sample_view(name, section)
-        out += suite_samples(name, latest_records(raw_files(root, name)), graded, items, view)
+        items: list[dict[str, Any]] = []
+        if path.exists():
+            items = artifacts.read_items(path)
+        elif cfg is not None and raw:
+            items = load_items(cfg, name, rows_rubric(raw))
+        by_id = {artifacts.item_id(i): i for i in items}
+        out += suite_samples(name, raw, graded, by_id, sample_view(name, section))
     return out
 
 
@@ -758,6 +791,9 @@ def _summary_html(
         out.append(f'<h3><a href="#suite-{_slug(s.suite)}">{_e(s.suite)}</a></h3>')
         out += [f'<p class="prose">{inline_md(x)}</p>' for x in first_page.prose_lines(s)]
         out.append(markdown_html(first_page.headline_table(s)))
+        note = first_page.interval_note(s)
+        if note:
+            out.append(f'<p class="hint">{inline_md(note)}</p>')
         if s.suite in forests:
             stem, caption = forests[s.suite]
             out.append(FigureSlot(stem, number, inline_md(caption)))
