@@ -369,8 +369,13 @@ class ForestRow:
     note: str = ""
 
 
-FOREST_ROW_IN = 0.3
+FOREST_ROW_IN = 0.26
 """Inches per comparison row: a label of the x-small font with room between rows."""
+
+FOREST_WIDTH_IN = 8.0
+"""Wider than the other figures (6.4 in): report.pdf scales every figure to the text width,
+so a wide forest is a short one, and the first page keeps a suite's table and its figure
+together."""
 
 FOREST_MIN_SPAN = 0.05
 """Smallest half-width of the x axis: a row of zero differences with zero-width intervals
@@ -385,7 +390,7 @@ def forest_figure(rows: Sequence[ForestRow], title: str, xlabel: str) -> Figure:
     the comparison on the left and print its numbers on the right; a missing difference is
     "n/a" in its row, never dropped. The x axis is symmetric around zero."""
     n = max(1, len(rows))
-    fig = new_figure(6.4, 1.0 + FOREST_ROW_IN * n)
+    fig = new_figure(FOREST_WIDTH_IN, 0.9 + FOREST_ROW_IN * n)
     ax = fig.add_subplot()
     span = FOREST_MIN_SPAN
     for r in rows:
