@@ -329,7 +329,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         job.submit(text)
         for path in write_scorecards(cfg.root, result):
             print(f"wrote {path}")
-        samples = html.read_samples(cfg.root, result)
+        samples = html.read_samples(cfg.root, result, cfg)
         # report.html but its figures, then report.pdf, laid out while the workers draw: each
         # figure is waited for when the layout gets to it
         parts = html.page_parts(result, samples, job.slots())

@@ -1,15 +1,45 @@
-"""Atomic file writes: a reader (or a crash) never sees half a file."""
+"""Atomic file writes: a reader (or a crash) never sees half a file.
+
+Files are created with mode 0o666 less the process umask, as ``open()`` creates them: results
+are meant to be shared (a deposit, a colleague's checkout, a web server), and the user's umask
+is how she says how far. ``tempfile.mkstemp`` creates 0o600 whatever the umask.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 from sealedeval.errors import UserError
+
+FILE_MODE = 0o666
+"""The mode new files are created with before the umask applies (``open()``'s default)."""
+
+_TEMP_ATTEMPTS = 100
+"""Names tried for a temp file before giving up (each a fresh 64-bit random name)."""
+
+
+def _create_temp(path: Path) -> Path:
+    """A new, empty file beside ``path``, created exclusively (``O_EXCL``: never someone
+    else's file) with ``FILE_MODE``, which the kernel masks with the umask. Reading the umask
+    to apply it ourselves would need ``os.umask``'s set-and-restore, which races with the
+    threads that write files."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TEMP_ATTEMPTS):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, flags, FILE_MODE)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise UserError(f"{path.parent}: cannot write ({e.strerror})") from e
+        os.close(fd)
+        return tmp
+    raise UserError(f"{path.parent}: cannot write (no free temporary file name)")
 
 
 @contextlib.contextmanager
@@ -20,12 +50,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     temp file is removed and ``path`` is untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise UserError(f"{path.parent}: cannot write ({e.strerror})") from e
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _create_temp(path)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:

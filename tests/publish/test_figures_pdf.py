@@ -31,6 +31,9 @@ EXPECTED = {
     "bloodpanel": {"composite", "specialty", "labels", "repeats"},
     "grounding": {"track_a", "track_b", "comparisons"},
 }
+FORESTS = {"golden", "grounding"}
+"""Suites whose pre-registered comparisons get a forest figure on the first page
+(``publish.first_page``; bloodpanel's fixture has one engine, nothing to compare)."""
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,7 @@ def _changed(built: dict[str, bytes], result: dict[str, Any], suite: str) -> set
 
 def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) -> None:
     want = {f"{s}_{n}.{x}" for s, names in EXPECTED.items() for n in names for x in ("png", "svg")}
+    want |= {f"{s}_summary-comparisons.{x}" for s in FORESTS for x in ("png", "svg")}
     assert set(built) == want
     for name, data in built.items():
         assert data.startswith(b"\x89PNG" if name.endswith(".png") else b"<?xml"), name
@@ -163,8 +167,9 @@ def test_optional_figures_appear_only_with_their_data() -> None:
     names = {(s, f.name) for s, f in figures.specs(r)}
     assert ("grounding", "track_b") not in names and ("grounding", "track_a") in names
     out = figures.build_figures(_suite(r, "bloodpanel"), formats=("svg",))
-    assert set(out) == {
-        f"bloodpanel_{n}.svg" for n in ("composite", "specialty", "labels", "comparisons")
+    assert set(out) == {  # with a comparison, the first page's forest of it too
+        f"bloodpanel_{n}.svg"
+        for n in ("summary-comparisons", "composite", "specialty", "labels", "comparisons")
     }
 
 
@@ -185,7 +190,9 @@ def test_write_figures_removes_stale_and_skips_unregistered(
     (tmp_path / "results/figures/stale_old.png").write_bytes(b"x")
     out = figures.write_figures(tmp_path, r)
     assert [p.name for p in out] == [
-        f"grounding_{n}.{x}" for n in ("comparisons", "track_a", "track_b") for x in ("png", "svg")
+        f"grounding_{n}.{x}"
+        for n in ("comparisons", "summary-comparisons", "track_a", "track_b")
+        for x in ("png", "svg")
     ]
     assert all(p.read_bytes() == built[p.name] for p in out)
     assert not (tmp_path / "results/figures/stale_old.png").exists()
@@ -196,7 +203,7 @@ def test_write_figures_removes_stale_and_skips_unregistered(
 
 def test_report_md_references_every_figure_once_with_its_caption(built: dict[str, bytes]) -> None:
     md = render_report(RESULT)
-    refs = re.findall(r"^!\[Figure (\d+)\]\(figures/(\w+)\.svg\)$", md, re.M)
+    refs = re.findall(r"^!\[Figure (\d+)\]\(figures/([\w-]+)\.svg\)$", md, re.M)
     assert sorted(f"{n}.svg" for _, n in refs) == sorted(k for k in built if k.endswith(".svg"))
     assert [int(i) for i, _ in refs] == list(range(1, len(refs) + 1))
     for i, _ in refs:
@@ -294,8 +301,9 @@ def test_pdf_unreferenced_figures_go_last_and_missing_ones_fail(
 def test_pdf_opens_with_the_summary_page_then_the_appendix(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:
-    """Page 1 is report.md's summary (every suite, its headline), nothing of the appendix; the
-    appendix starts on page 2 with the seal."""
+    """The first pages are report.md's summary (every suite, its headline table, the forest of
+    its pre-registered comparisons), nothing of the appendix; the appendix starts on a page
+    of its own with the seal. Page 1 opens with the first suite's table."""
     from pypdf import PdfReader
 
     from sealedeval.publish.summary import suite_summaries
@@ -304,13 +312,16 @@ def test_pdf_opens_with_the_summary_page_then_the_appendix(
     path = tmp_path / "report.pdf"
     path.write_bytes(build_pdf(RESULT, md, _pngs(tmp_path, built)))
     pages = ["".join(p.extract_text().split()) for p in PdfReader(path).pages]
-    first, second = pages[0], pages[1]
-    assert "Summary" in first and "Appendix" not in first and "Sealandcompleteness" not in first
+    at = next(i for i, p in enumerate(pages) if p.startswith("Appendix"))
+    summary_pages = "".join(pages[:at])
+    assert "Summary" in pages[0] and "ok/planned" in pages[0]
+    assert "Appendix" not in summary_pages and "Sealandcompleteness" not in summary_pages
     for s in suite_summaries(RESULT):
-        assert "".join(s.label.split()) in first, s.suite
-        assert s.headline and all(f"{h.estimate:.3f}" in first for h in s.headline if h.estimate)
-    assert second.startswith("Appendix") and "Rubriclocksha256" in second
-    assert not any(f"({p.stem})" in first for p in tmp_path.glob("*.png"))  # no figure on it
+        assert "".join(s.label.split()) in summary_pages, s.suite
+        assert all(f"{h.estimate:.3f}" in summary_pages for h in s.headline if h.estimate)
+    assert "Rubriclocksha256" in pages[at]
+    on_summary = {p.stem for p in tmp_path.glob("*.png") if f"({p.stem})" in summary_pages}
+    assert on_summary == {f"{s}_summary-comparisons" for s in FORESTS}
 
 
 def test_pdf_from_the_figure_workers_equals_pdf_from_the_png_files(

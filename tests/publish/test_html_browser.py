@@ -242,3 +242,42 @@ def test_screenshots_are_not_blank(page: Any, samples: list[Any]) -> None:
     page.set_content("<html><body style='background:#fff'></body></html>")
     assert _variance(page.screenshot()) < 1.0
     assert re.match(rb"\x89PNG", summary)
+
+
+def test_a_sample_answers_why_it_was_wrong_verdict_answer_prompt_graders(
+    ctx: Any, root: Path
+) -> None:
+    """The opened sample shows its own verdict first, the item's expected answer, the
+    response, the prompt and then the graders; the list shows the primary verdict (not a
+    count of graders) and an unpriced engine's cost as "not priced"."""
+    from sealedeval.config import load_config
+
+    result = json.loads((root / "results/result.json").read_text())
+    cfg = load_config(root, ["config/tiny.yaml", "config/html.yaml"])
+    full = rh.read_samples(root, result, cfg)
+    golden = next(s for s in full if s["suite"] == "golden" and s["status"] == "ok")
+    assert golden["target"]["field"] == "answer" and golden["verdict"]["word"] == "correct"
+    p = ctx.new_page()
+    try:
+        p.goto(f"{(root / rh.REPORT_HTML).as_uri()}#sample={golden['key']}")
+        p.wait_for_selector(f'body[data-sample="{golden["key"]}"]', state="attached")
+        text = p.inner_text("#sample-detail")
+        marks = [
+            "Verdict: correct (grader regex: pass)",
+            "Expected answer (item field “answer”)",
+            golden["target"]["value"][:40],
+            "Response",
+            "Prompt",
+            "Graders (",
+            "Request",
+        ]
+        at = [text.index(m) for m in marks]
+        assert at == sorted(at), marks
+        assert p.get_attribute("#sample-verdict", "class") == "verdict-box pass"
+        assert "cost $: not priced" in text
+        row = _rows(p)[0]
+        first = full[0]
+        assert row["verdict"] == first["verdict"]["word"] and row["cost $"] == "not priced"
+        assert "graders pass" not in row["verdict"] or first["verdict"]["grader"] == ""
+    finally:
+        p.close()

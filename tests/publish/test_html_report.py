@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from tests.publish.html_fixture import publish_again, tiny_report
 
+from sealedeval.publish import first_page, summary
 from sealedeval.publish import html as rh
-from sealedeval.publish import summary
 from sealedeval.store.schema import raw_row
 
 HERE = Path(__file__).parent
@@ -218,7 +218,10 @@ def test_packed_index_and_chunks_hold_every_sample_exactly() -> None:
     assert [labels["engine"][c] for c in cols["engine"]] == [s["engine"] for s in samples]
     assert [labels["status"][c] for c in cols["status"]] == [s["status"] for s in samples]
     assert [sorted(labels["verdict"][c] for c in v) for v in cols["verdicts"]] == [
-        rh.verdict_tokens(s["grades"]) for s in samples
+        rh.verdict_tokens(s["grades"], s["verdict"]["word"]) for s in samples
+    ]
+    assert [labels["primary"][c] for c in cols["primary"]] == [
+        s["verdict"]["word"] for s in samples
     ]
     chunks = rh.sample_chunks(samples)
     assert len(chunks) == 3
@@ -271,15 +274,15 @@ def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) ->
 
 
 def test_page_order_summary_sections_figures_samples(page: str) -> None:
-    pos = [page.index(x) for x in ('id="summary"', 'id="suite-', "<figure", 'id="samples"')]
-    assert pos == sorted(pos)
+    marks = ('id="summary"', "summary-comparisons", 'id="suite-', "<figure", 'id="samples"')
+    pos = [page.index(x) for x in marks]
+    assert pos[:3] == sorted(pos[:3]) and pos[2] < page.index("<figure", pos[2]) < pos[4]
     for s in summary.suite_summaries(RESULT):
         card = page[page.index(f'data-suite="{s.suite}"') :]
-        card = card[: card.index("</dl>")]
-        for h in s.headline:
-            assert rh.inline_md(summary.headline_text(h)) in card
-        for c in s.completeness:
-            assert rh.inline_md(summary.completeness_text(c)) in card
+        card = card[: card.index('<ul class="verdicts">')]
+        for row in first_page.headline_rows(s):
+            assert "".join(f"<td>{rh.inline_md(c)}</td>" for c in row) in card
+        assert rh.inline_md(first_page.prose_lines(s)[0]) in card  # the seal line
     assert page.count("<figure") == len(rh.figure_svgs(RESULT))
 
 

@@ -94,7 +94,7 @@ def test_summary_follows_result_json() -> None:
     r["suites"]["golden"]["seal"]["counts"]["reference"].update(complete=False, missing=3)
     block = _suite_block(sm.summary_markdown(r), "golden")
     assert "0.123 [0.046, 0.400]" in block
-    assert "3 missing (INCOMPLETE)" in block
+    assert "| INCOMPLETE (3 missing) |" in block
     before = _suite_block(sm.summary_markdown(RESULT), "golden")
     assert "0.123" not in before and "INCOMPLETE" not in before
     assert not sm.suite_summaries(r)[1].complete
@@ -220,8 +220,9 @@ def test_a_suite_without_a_hook_gets_its_metrics_and_hypotheses() -> None:
     assert (c.id, c.claim, c.n) == ("H1", "m1 > m2", 9)
     assert c.verdict == "supported (adjusted p = 0.008)"
     md = sm.summary_markdown(r, audit="passed")
-    assert "m1 9/10 ok, 1 error (complete)" in md
+    assert "| m1 | 0.700 [0.400, 0.900] | 9 / 10 | complete (1 error) |" in md
     assert "audit: passed" in md
+    assert "![Figure 1](figures/not_installed_suite_summary-comparisons.svg)" in md
 
 
 def test_report_md_opens_with_the_summary_and_keeps_the_detail_in_the_appendix() -> None:
@@ -232,4 +233,6 @@ def test_report_md_opens_with_the_summary_and_keeps_the_detail_in_the_appendix()
     for suite in RESULT["suites"]:
         assert f"### {suite}\n" in head
         assert f"\n## {suite}" in appendix and f"\n## {suite}" not in head
-    assert "![Figure" not in head
+    # the first page's only figures are the forests of the pre-registered comparisons
+    figures = re.findall(r"^!\[Figure \d+\]\(figures/(\w+?)_([\w-]+)\.svg\)$", head, re.M)
+    assert figures and all(name == "summary-comparisons" for _, name in figures)

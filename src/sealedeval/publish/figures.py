@@ -41,10 +41,25 @@ def suite_specs(name: str, section: Mapping[str, Any]) -> list[FigureSpec]:
     return generic.figure_specs(name, section)
 
 
-def specs(result: Mapping[str, Any]) -> list[tuple[str, FigureSpec]]:
-    """``(suite, spec)`` for every figure of every suite in ``result``, in the order report.md
-    lists the suites (result.json's). Cheap: nothing is drawn."""
+def summary_specs(result: Mapping[str, Any]) -> list[tuple[str, FigureSpec]]:
+    """``(suite, spec)`` of the first page's figures: each suite's forest of its
+    pre-registered comparisons (``publish.first_page``), for the suites that have any."""
+    from sealedeval.publish.first_page import forest_spec
+    from sealedeval.publish.summary import suite_summaries
+
     out = []
+    for s in suite_summaries(result):
+        spec = forest_spec(s)
+        if spec is not None:
+            out.append((s.suite, spec))
+    return out
+
+
+def specs(result: Mapping[str, Any]) -> list[tuple[str, FigureSpec]]:
+    """``(suite, spec)`` for every figure in ``result``: the first page's (``summary_specs``)
+    first, so they are Figures 1..k, then every suite's, in the order report.md lists the
+    suites (result.json's). Cheap: nothing is drawn."""
+    out = summary_specs(result)
     for suite, section in result.get("suites", {}).items():
         out += [(suite, s) for s in suite_specs(suite, section)]
     return out

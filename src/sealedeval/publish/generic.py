@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
-from sealedeval.render.metrics import completeness_table, groups_label, metric_table
+from sealedeval.render.md import priced
+from sealedeval.render.metrics import (
+    completeness_table,
+    groups_label,
+    metric_table,
+    no_figure_note,
+    without_figure,
+)
 
 Section = Mapping[str, Any]
 
@@ -25,8 +32,23 @@ def _metrics(section: Section) -> list[Mapping[str, Any]]:
     return list((section.get("analysis") or {}).get("metrics") or [])
 
 
-def report_section(name: str, section: Section) -> str:
-    """The suite's section of report.md: completeness, then one row per metric."""
+def _by_metric(section: Section) -> dict[str, list[Mapping[str, Any]]]:
+    by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    for m in _metrics(section):
+        by_metric.setdefault(str(m["metric"]), []).append(m)
+    return by_metric
+
+
+def unpriced_engines(engines: Mapping[str, Mapping[str, Any]] | None) -> set[str]:
+    """The engines of result.json's ``engines`` without a price (``render.md.priced``)."""
+    return {e for e, ident in (engines or {}).items() if not priced(ident)}
+
+
+def report_section(
+    name: str, section: Section, engines: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The suite's section of report.md: completeness, then one row per metric. ``engines``
+    (result.json's) tells which engines have no price: their cost cells say so."""
     out = [f"## {name}", ""]
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
@@ -36,13 +58,16 @@ def report_section(name: str, section: Section) -> str:
     if not metrics:
         out += ["No metrics were reported by this suite's analysis.", ""]
         return "\n".join(out)
-    out.append(metric_table(metrics))
+    out.append(metric_table(metrics, unpriced_engines(engines)))
     out += [
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
         "failures, counted and never graded as model failures.",
         "",
     ]
+    note = no_figure_note(metrics)
+    if note:
+        out += [note, ""]
     return "\n".join(out)
 
 
@@ -51,12 +76,13 @@ def _slug(text: str) -> str:
 
 
 def figure_specs(name: str, section: Section) -> list[FigureSpec]:
-    """One figure per metric name: each group's estimate with its interval (n/a where none)."""
-    by_metric: dict[str, list[Mapping[str, Any]]] = {}
-    for m in _metrics(section):
-        by_metric.setdefault(str(m["metric"]), []).append(m)
+    """One figure per metric name: each group's estimate with its interval (n/a where none);
+    none of a metric that is zero or undefined everywhere (``without_figure``)."""
+    skip = set(without_figure(_metrics(section)))
     out = []
-    for metric_name, ms in by_metric.items():
+    for metric_name, ms in _by_metric(section).items():
+        if metric_name in skip:
+            continue
 
         def draw(ms: Sequence[Mapping[str, Any]] = ms, title: str = metric_name) -> Any:
             fig = new_figure(6.4, max(2.4, 0.4 * len(ms) + 1.2))

@@ -29,16 +29,19 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from sealedeval.canonical import compact
+from sealedeval.config import Config
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic, summary
+from sealedeval.publish.first_page import FOREST
+from sealedeval.render.md import price_text
 from sealedeval.stages.grade import BASE_COLUMNS
 
 REPORT_HTML = Path("results/report.html")
@@ -280,13 +283,158 @@ def _num(v: Any) -> float:
         return 0.0
 
 
+TARGET_FIELDS = (
+    "target",
+    "expected",
+    "expected_answer",
+    "answer",
+    "reference",
+    "reference_answer",
+    "reference_value",
+    "gold",
+    "solution",
+)
+"""Item fields that hold the expected answer, tried in this order when the suite does not name
+its own (the ``tasks`` kind's default target column first, golden's ``answer``)."""
+
+
+@dataclass(frozen=True)
+class SampleView:
+    """How one suite's samples answer "why was this wrong?": which grader's verdict is the
+    suite's own (the one its headline counts), which item fields hold the expected answer, and
+    whether the verdict is the grade's category (``"category"``: "correct", "abstained") or
+    its pass / fail and score (``"passed"``: for suites that score rather than judge).
+    ``None``: not named (the verdict is then the category every grader's row shares, or the
+    only grader's; the target the first of ``TARGET_FIELDS`` the item has)."""
+
+    primary_grader: str | None = None
+    target_field: str | tuple[str, ...] | None = None
+    verdict: str = "category"
+
+
+VERDICT_BY = ("category", "passed")
+
+
+def _find_key(doc: Any, key: str) -> Any:
+    """The first value under ``key`` anywhere in a JSON document (depth first), or None."""
+    if isinstance(doc, Mapping):
+        if doc.get(key) is not None:
+            return doc[key]
+        for v in doc.values():
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    elif isinstance(doc, list):
+        for v in doc:
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def sample_view(name: str, section: Mapping[str, Any]) -> SampleView:
+    """From the suite's summary hints (``samples``: ``primary_grader``, ``target_field`` (a
+    field or a list of them), ``verdict``), else from result.json: the analysis design's
+    ``primary`` grader (the ``tasks`` kind's) and the suite's configured ``target_column``
+    (its design parameters)."""
+    given = summary.hints(name, section).get("samples") or {}
+    design = (section.get("analysis") or {}).get("design") or {}
+    primary = given.get("primary_grader") or (
+        design.get("primary") if isinstance(design, Mapping) else None
+    )
+    target = given.get("target_field") or _find_key(section.get("design"), "target_column")
+    if isinstance(target, list):
+        target = tuple(str(t) for t in target)
+    by = str(given.get("verdict") or "category")
+    if by not in VERDICT_BY:
+        raise ValueError(f"suite {name}: summary hint samples.verdict {by!r} not in {VERDICT_BY}")
+    return SampleView(
+        primary_grader=str(primary) if isinstance(primary, str) and primary else None,
+        target_field=target if isinstance(target, str | tuple) and target else None,
+        verdict=by,
+    )
+
+
+def _present(v: Any) -> bool:
+    return v is not None and v != "" and v != []
+
+
+def expected_answer(item: Mapping[str, Any] | None, view: SampleView) -> dict[str, Any] | None:
+    """``{"field": ..., "value": ...}``: the item's expected answer, or None when the item
+    (or the field) is not there. A value is shown as stored (a list lists alternatives);
+    several named fields give ``{field: value}``."""
+    if not item:
+        return None
+    if isinstance(view.target_field, tuple):
+        got = {f: _json_field(item.get(f), None) for f in view.target_field}
+        got = {f: v for f, v in got.items() if _present(v)}
+        return {"field": ", ".join(got), "value": got} if got else None
+    fields = [view.target_field] if view.target_field else list(TARGET_FIELDS)
+    for f in fields:
+        v = item.get(f)
+        if _present(v):
+            return {"field": f, "value": _json_field(v, v)}
+    return None
+
+
+def _is(g: Mapping[str, Any], grader: str) -> bool:
+    """Whether the grade ``g`` (``_grade``'s) is the grader ``grader``: by its id (the
+    ``tasks`` kind's ``grader_id`` column, one kind may be configured twice) or its name."""
+    extra = g.get("extra") or {}
+    return grader in (str(extra.get("grader_id") or ""), str(g.get("grader") or ""))
+
+
+def primary_verdict(
+    grades: Sequence[Mapping[str, Any]], primary: str | None = None, by: str = "category"
+) -> dict[str, Any]:
+    """The sample's one verdict, the suite's own: ``{"word", "grader", "passed", "tone"}``.
+
+    The primary grader's (``primary``, by its id or name) when it graded the sample, else the
+    only grader's; its category names the verdict when it has one ("correct", "abstained")
+    and ``by`` is "category", else pass / fail (with the score when it is not 0 or 1).
+    Without either, the category every row shares (suites write the primary decision on
+    every grader's row). Only when graders disagree and none is primary does it count them
+    ("1/2 graders pass"). ``tone`` is pass / fail / "" (neither known)."""
+    if not grades:
+        return {"word": "ungraded", "grader": "", "passed": None, "tone": ""}
+    chosen = next((g for g in grades if primary and _is(g, primary)), None)
+    if chosen is None and len(grades) == 1:
+        chosen = grades[0]
+    if chosen is not None:
+        p = chosen.get("passed")
+        word = "n/a" if p is None else "pass" if p else "fail"
+        score = chosen.get("score")
+        if isinstance(score, int | float) and score not in (0, 1) and math.isfinite(score):
+            word += f" (score {score:.3f})"
+        if by == "category" and chosen.get("category"):
+            word = str(chosen["category"])
+        tone = "" if p is None else "pass" if p else "fail"
+        return {"word": word, "grader": str(chosen.get("grader") or ""), "passed": p, "tone": tone}
+    cats = {str(g.get("category") or "") for g in grades}
+    if by == "category" and len(cats) == 1 and "" not in cats:
+        return {"word": cats.pop(), "grader": "", "passed": None, "tone": ""}
+    n_pass = sum(1 for g in grades if g.get("passed") is True)
+    tone = "pass" if n_pass == len(grades) else "fail" if n_pass == 0 else ""
+    word = f"{n_pass}/{len(grades)} graders pass"
+    return {"word": word, "grader": "", "passed": None, "tone": tone}
+
+
 def suite_samples(
-    suite: str, raw: Iterable[Mapping[str, Any]], graded: Iterable[Mapping[str, Any]]
+    suite: str,
+    raw: Iterable[Mapping[str, Any]],
+    graded: Iterable[Mapping[str, Any]],
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    view: SampleView | None = None,
 ) -> list[dict[str, Any]]:
     """One sample per request of ``suite``: the latest raw row of its key joined with every graded
     row of that key (a suite may grade one answer with several graders). A graded key with no raw
     row still becomes a sample (marked so): nothing is silently dropped. Ordered by engine, item,
-    condition, repeat and key, so the browser lists related requests together."""
+    condition, repeat and key, so the browser lists related requests together.
+
+    Each sample carries its ``verdict`` (``primary_verdict``) and its ``target``: the expected
+    answer from ``items`` (the items file, by item id) as ``view`` says where it lives."""
+    view = view or SampleView()
+    items = items or {}
     by_key: dict[str, list[Mapping[str, Any]]] = {}
     for g in graded:
         by_key.setdefault(str(g.get("request_key")), []).append(g)
@@ -323,6 +471,8 @@ def suite_samples(
                 "raw": True,
             }
         )
+        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader, view.verdict)
+        out[-1]["target"] = expected_answer(items.get(out[-1]["item"]), view)
     for key, gs in by_key.items():
         if key in seen:
             continue
@@ -355,31 +505,48 @@ def suite_samples(
                 "raw": False,
             }
         )
+        out[-1]["verdict"] = primary_verdict(out[-1]["grades"], view.primary_grader, view.verdict)
+        out[-1]["target"] = expected_answer(items.get(out[-1]["item"]), view)
     out.sort(key=lambda s: (s["engine"], s["item"], s["condition"], s["repeat"], s["key"]))
     return out
 
 
-def read_samples(root: Path, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def read_samples(
+    root: Path, result: Mapping[str, Any], cfg: Config | None = None
+) -> list[dict[str, Any]]:
     """Every published suite's samples, from what publish already reads: the graded file the
-    grade stage wrote and the latest raw row per key (the prompts and answers are only there)."""
+    grade stage wrote and the latest raw row per key (the prompts and answers are only there),
+    with each item's expected answer from the items file, or, when the workflow's generate
+    step did not write one (``sealedeval run`` alone) and ``cfg`` is given, from the items the
+    suite generates under the rows' rubric hash (what the analysis graded against)."""
     from sealedeval.stages import artifacts
+    from sealedeval.stages.pipeline import load_items, rows_rubric
     from sealedeval.store.raw import latest_records, raw_files
 
     out: list[dict[str, Any]] = []
-    for name in result.get("suites", {}):
+    for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
-        out += suite_samples(name, latest_records(raw_files(root, name)), graded)
+        raw = list(latest_records(raw_files(root, name)))
+        path = artifacts.items_path(root, name)
+        items: list[dict[str, Any]] = []
+        if path.exists():
+            items = artifacts.read_items(path)
+        elif cfg is not None and raw:
+            items = load_items(cfg, name, rows_rubric(raw))
+        by_id = {artifacts.item_id(i): i for i in items}
+        out += suite_samples(name, raw, graded, by_id, sample_view(name, section))
     return out
 
 
-def verdict_tokens(grades: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the verdict filter matches on: ``<grader>: pass|fail|n/a`` per grader, each category
+def verdict_tokens(grades: Sequence[Mapping[str, Any]], verdict: str | None = None) -> list[str]:
+    """What the verdict filter matches on: the sample's own verdict (``verdict: <word>``, from
+    ``primary_verdict``), ``<grader>: pass|fail|n/a`` per grader, each category
     (``category: <c>``), ``all graders pass`` / ``some grader fails``, or ``ungraded``.
     Per grader, because graders mean different things (golden's abstention grader "passes" an
     abstention), so one pooled verdict per sample would mislead."""
     if not grades:
         return ["ungraded"]
-    out: list[str] = []
+    out: list[str] = [f"verdict: {verdict}"] if verdict else []
     for g in grades:
         p = g.get("passed")
         out.append(f"{g.get('grader')}: {'n/a' if p is None else 'pass' if p else 'fail'}")
@@ -427,10 +594,16 @@ def _round(x: float) -> float:
     return float(f"{x:.{INDEX_DIGITS}g}") if math.isfinite(x) else 0.0
 
 
-def sample_index(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def sample_index(
+    samples: Sequence[Mapping[str, Any]], unpriced: Collection[str] = ()
+) -> dict[str, Any]:
     """The columns the list, the filters and the links need, one array per field: loaded at
-    start-up, so it holds no prompt or full answer (those stay in the chunks)."""
+    start-up, so it holds no prompt or full answer (those stay in the chunks). ``primary`` is
+    the sample's own verdict (``primary_verdict``: a word, coded, and its tone);
+    ``labels.unpriced`` says per engine code whether the engine has no price (its cost reads
+    "not priced", not $0)."""
     dicts = {k: _Dict() for k in ("suite", "engine", "condition", "status", "error_kind")}
+    primary = _Dict()
     verdicts = _Dict()
     memo: dict[tuple[tuple[Any, ...], ...], list[int]] = {}  # graders' outcomes → token codes
     cols: dict[str, list[Any]] = {
@@ -449,6 +622,8 @@ def sample_index(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "verdicts",
             "n_pass",
             "n_graded",
+            "primary",
+            "tone",
             "snippet",
         )
     }
@@ -460,15 +635,23 @@ def sample_index(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cols["repeat"].append(s["repeat"])
         cols["latency_s"].append(_round(s["latency_s"]))
         cols["cost_usd"].append(_round(s["cost_usd"]))
-        sig = tuple((g.get("grader"), g.get("passed"), g.get("category")) for g in s["grades"])
+        word = str(s["verdict"]["word"]) if s.get("verdict") else ""
+        sig = (
+            (word,),
+            *((g.get("grader"), g.get("passed"), g.get("category")) for g in s["grades"]),
+        )
         if sig not in memo:
-            memo[sig] = [verdicts.code(v) for v in verdict_tokens(s["grades"])]
+            memo[sig] = [verdicts.code(v) for v in verdict_tokens(s["grades"], word)]
         cols["verdicts"].append(memo[sig])
         cols["n_pass"].append(sum(1 for g in s["grades"] if g.get("passed") is True))
         cols["n_graded"].append(len(s["grades"]))
+        cols["primary"].append(primary.code(word or "ungraded"))
+        cols["tone"].append(str(s["verdict"]["tone"]) if s.get("verdict") else "")
         cols["snippet"].append(_snippet(s))
-    labels = {k: d.values for k, d in dicts.items()}
+    labels: dict[str, list[Any]] = {k: d.values for k, d in dicts.items()}
     labels["verdict"] = verdicts.values
+    labels["primary"] = primary.values
+    labels["unpriced"] = [e in unpriced for e in dicts["engine"].values]
     return {"n": len(samples), "chunk": CHUNK_SAMPLES, "labels": labels, "cols": cols}
 
 
@@ -489,7 +672,10 @@ def _detail(s: Mapping[str, Any]) -> dict[str, Any]:
         "grades",
         "raw",
     )
-    return {k: s[k] for k in keep}
+    out = {k: s[k] for k in keep}
+    out["verdict"] = s.get("verdict") or primary_verdict(s["grades"])
+    out["target"] = s.get("target")
+    return out
 
 
 def pack(obj: Any) -> str:
@@ -560,11 +746,15 @@ def _asset(name: str) -> str:
     return (resources.files("sealedeval.publish") / "html_assets" / name).read_text("utf-8")
 
 
-def _section_markdown(name: str, section: Mapping[str, Any]) -> str:
+def _section_markdown(
+    name: str,
+    section: Mapping[str, Any],
+    engines: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
     render = presentation_hook(name, "report_sections")
     if render is not None:
         return str(render(section))
-    return generic.report_section(name, section)
+    return generic.report_section(name, section, engines)
 
 
 def _slug(text: str) -> str:
@@ -575,10 +765,17 @@ def _e(x: Any) -> str:
     return html.escape(str(x))
 
 
-def _summary_html(result: Mapping[str, Any]) -> list[str]:
-    """The summary report.md and the PDF open with (``publish.summary``), as one card per suite:
-    the same records and the same sentences, so the three reports cannot disagree."""
-    out = ['<section id="summary"><h2>Summary</h2>']
+def _summary_html(
+    result: Mapping[str, Any], forests: Mapping[str, tuple[str, str]], first_number: int = 1
+) -> list[str | FigureSlot]:
+    """The first page report.md and the PDF open with (``publish.first_page``), as one card
+    per suite: the lines a table cannot say, the headline table, the forest figure of the
+    pre-registered comparisons (``forests``: suite → its stem and caption, numbered from
+    ``first_number``) and the verdicts — the same records and sentences, so the three reports
+    cannot disagree."""
+    from sealedeval.publish import first_page
+
+    out: list[str | FigureSlot] = ['<section id="summary"><h2>Summary</h2>']
     out.append(
         f'<p class="status">Status: <strong>{_e(result.get("status", ""))}</strong>. '
         f"Rubric lock sha256 <code>{_e(result.get('rubric_lock_sha256', ''))}</code>. "
@@ -587,41 +784,25 @@ def _summary_html(result: Mapping[str, Any]) -> list[str]:
         "Every line below is taken from result.json; the tables behind it follow.</p>"
     )
     out.append('<div class="cards">')
+    number = first_number
     for s in summary.suite_summaries(result):
-        commits = ", ".join(f"`{c[:12]}`" for c in s.seal_commits) or "no seal commit"
-        rows = [
-            (
-                "Headline",
-                [f"{s.label}: {summary.headline_text(h)}" for h in s.headline]
-                or ["none reported by this suite's analysis"],
-            ),
-            ("Seal", [f"**{s.seal_status}** ({commits}), rubric `{s.rubric_sha256[:12]}`"]),
-            ("Audit", [s.audit]),
-            ("Completeness", [summary.completeness_text(c) for c in s.completeness] or ["no runs"]),
-            (
-                "Pre-registered comparisons",
-                [summary.comparison_text(c) for c in s.comparisons]
-                + (
-                    [f"and {s.more_comparisons} more in the suite's section"]
-                    if s.more_comparisons
-                    else []
-                )
-                or ["none in this run"],
-            ),
-        ]
-        if s.note:
-            rows.append(("Note", [s.note]))
         cls = "card" if s.complete else "card incomplete"
         out.append(f'<div class="{cls}" data-suite="{_e(s.suite)}">')
-        out.append(f'<h3><a href="#suite-{_slug(s.suite)}">{_e(s.suite)}</a></h3><dl>')
-        for label, lines in rows:
-            body = (
-                inline_md(lines[0])
-                if len(lines) == 1
-                else "<ul>" + "".join(f"<li>{inline_md(x)}</li>" for x in lines) + "</ul>"
-            )
-            out.append(f"<dt>{label}</dt><dd>{body}</dd>")
-        out.append("</dl></div>")
+        out.append(f'<h3><a href="#suite-{_slug(s.suite)}">{_e(s.suite)}</a></h3>')
+        out += [f'<p class="prose">{inline_md(x)}</p>' for x in first_page.prose_lines(s)]
+        out.append(markdown_html(first_page.headline_table(s)))
+        note = first_page.interval_note(s)
+        if note:
+            out.append(f'<p class="hint">{inline_md(note)}</p>')
+        if s.suite in forests:
+            stem, caption = forests[s.suite]
+            out.append(FigureSlot(stem, number, inline_md(caption)))
+            number += 1
+        out.append(
+            '<ul class="verdicts">'
+            + "".join(f"<li>{inline_md(x)}</li>" for x in first_page.verdict_lines(s))
+            + "</ul></div>"
+        )
     out.append("</div></section>")
     return out
 
@@ -629,7 +810,7 @@ def _summary_html(result: Mapping[str, Any]) -> list[str]:
 def _engines_html(result: Mapping[str, Any]) -> list[str]:
     rows = "".join(
         f"<tr><td>{_e(k)}</td><td>{_e(e.get('kind', ''))}</td><td>{_e(e.get('model', ''))}</td>"
-        f"<td>${_e(e.get('price_in_per_mtok', 0))} / ${_e(e.get('price_out_per_mtok', 0))}</td>"
+        f"<td>{_e(price_text(e))}</td>"
         "</tr>"
         for k, e in result.get("engines", {}).items()
     )
@@ -713,13 +894,14 @@ def page_parts(
         *(f'<a href="#suite-{_slug(n)}">{_e(n)}</a>' for n in suites),
         '<a href="#samples">Samples</a><a href="#engines">Engines</a></nav><main>',
         f"<h1>{_e(title)}</h1>",
-        *_summary_html(result),
     ]
-    number = 0
+    forests = {suite: (stem, c) for suite, stem, c in figures if stem == f"{suite}_{FOREST}"}
+    out += _summary_html(result, forests)
+    number = len(forests)
     for name, section in result.get("suites", {}).items():
         out.append(f'<section class="suite" id="suite-{_slug(name)}">')
-        out.append(markdown_html(_section_markdown(name, section)))
-        figs = [f for f in figures if f[0] == name]
+        out.append(markdown_html(_section_markdown(name, section, result.get("engines"))))
+        figs = [f for f in figures if f[0] == name and f[1] != f"{name}_{FOREST}"]
         if figs:
             out.append(f"<h3>{_e(name)}: figures</h3>")
         for _, stem, caption in figs:
@@ -729,7 +911,7 @@ def page_parts(
     out.append(_browser_html())
     out += _engines_html(result)
     out.append("</main>")
-    index = sample_index(samples)
+    index = sample_index(samples, generic.unpriced_engines(result.get("engines")))
     out.append(f'<script type="application/octet-stream" id="se-index">{pack(index)}</script>')
     for i, chunk in enumerate(sample_chunks(samples)):
         out.append(f'<script type="application/octet-stream" id="se-c{i}">{chunk}</script>')

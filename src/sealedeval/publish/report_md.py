@@ -13,15 +13,20 @@ from typing import Any
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic
 from sealedeval.publish.figures import specs, stem
+from sealedeval.publish.first_page import FOREST
 from sealedeval.render.figures import FigureSpec
-from sealedeval.render.md import table
+from sealedeval.render.md import price_text, table
 
 
-def section_markdown(name: str, section: Mapping[str, Any]) -> str:
+def section_markdown(
+    name: str,
+    section: Mapping[str, Any],
+    engines: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
     render = presentation_hook(name, "report_sections")
     if render is not None:
         return str(render(section))
-    return generic.report_section(name, section)
+    return generic.report_section(name, section, engines)
 
 
 def figure_refs(suite: str, figs: list[FigureSpec], number: dict[str, int]) -> list[str]:
@@ -103,8 +108,9 @@ def render_report(result: Mapping[str, Any]) -> str:
     figs = specs(result)
     number = {stem(suite, f): i for i, (suite, f) in enumerate(figs, start=1)}
     for name, s in result["suites"].items():
-        out += [section_markdown(name, s), ""]
-        out += figure_refs(name, [f for suite, f in figs if suite == name], number)
+        out += [section_markdown(name, s, result.get("engines")), ""]
+        own = [f for suite, f in figs if suite == name and f.name != FOREST]
+        out += figure_refs(name, own, number)
     out += ["## Engines", ""]
     out.append(
         table(
@@ -114,7 +120,7 @@ def render_report(result: Mapping[str, Any]) -> str:
                     k,
                     e.get("kind", ""),
                     e.get("model", ""),
-                    f"${e.get('price_in_per_mtok', 0)} / ${e.get('price_out_per_mtok', 0)}",
+                    price_text(e),
                 ]
                 for k, e in result["engines"].items()
             ],

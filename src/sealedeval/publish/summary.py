@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sealedeval.plugins import presentation_hook
-from sealedeval.render.md import num
+from sealedeval.render.md import num, p_text
 
 ALPHA = 0.05
 """Significance level for a verdict when the comparison does not carry its own ``alpha``:
@@ -151,7 +151,7 @@ def verdict(
     sig = p <= alpha
     up = estimate is not None and estimate > 0
     down = estimate is not None and estimate < 0
-    ptxt = f"{p_label} = {num(p, 3)}"
+    ptxt = p_text(p, p_label)
     if direction in ("greater", "less"):
         right, wrong = (up, down) if direction == "greater" else (down, up)
         if sig and right:
@@ -310,8 +310,10 @@ def hints(name: str, section: Mapping[str, Any]) -> Mapping[str, Any]:
     The hook returns ``{"headline": {"metric", "groups", "label"}, "comparisons": [{"id",
     "claim" or "a"/"b", "direction", "estimate", "lo", "hi", "p", "p_adjusted", "alpha", "n",
     "mde", "detectable", "adjusted_decides", "paired" (a ``stats.comparisons`` record that
-    supplies what is left out), optional "verdict"}], "note": str}`` — plain JSON taken from
-    its result.json section."""
+    supplies what is left out), optional "verdict"}], "note": str, "samples": {"primary_grader",
+    "target_field"}}`` — plain JSON taken from its result.json section. ``samples`` tells
+    report.html's sample view which grader's verdict is the suite's own and which item field
+    holds the expected answer (``publish.html.sample_view``; optional)."""
     fn = presentation_hook(name, "summary")
     if fn is not None:
         return dict(fn(section))
@@ -404,9 +406,9 @@ def comparison_text(c: Comparison) -> str:
         iv = f" {interval_text(c)}" if c.lo is not None and c.hi is not None else ""
         extra.append(f"difference {num(c.estimate)}{iv}")
     if c.p_adjusted is not None and c.adjusted_decides:
-        extra.append(f"unadjusted p = {num(c.p, 3)}")
+        extra.append(p_text(c.p, "unadjusted p"))
     elif c.p_adjusted is not None:
-        extra.append(f"adjusted p = {num(c.p_adjusted, 3)}")
+        extra.append(p_text(c.p_adjusted, "adjusted p"))
     if c.n is not None:
         extra.append(f"n = {c.n}")
     if c.mde is not None:
@@ -447,7 +449,9 @@ def summary_lines(s: SuiteSummary) -> list[str]:
 def summary_markdown(
     result: Mapping[str, Any], *, audit: Mapping[str, str] | str | None = None
 ) -> str:
-    """The summary page as Markdown: a heading, then per suite a heading and its lines."""
+    """The summary page as Markdown: a heading, then per suite a heading, the lines a table
+    cannot say, its headline table, its forest figure and its verdicts
+    (``publish.first_page``)."""
     out = [
         "## Summary",
         "",
@@ -455,8 +459,14 @@ def summary_markdown(
         "result.json; the tables behind it are in the appendix.",
         "",
     ]
+    from sealedeval.publish.first_page import FOREST, suite_markdown
+
+    n = 0
     for s in suite_summaries(result, audit=audit):
         out += [f"### {s.suite}", ""]
-        out += [f"- {line}" for line in summary_lines(s)]
-        out.append("")
+        figure = None
+        if s.comparisons:  # its forest figure (``publish.figures.summary_specs``)
+            n += 1
+            figure = (n, f"{s.suite}_{FOREST}")
+        out += suite_markdown(s, figure)
     return "\n".join(out)

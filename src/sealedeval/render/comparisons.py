@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sealedeval.render.md import num, table
+from sealedeval.render.md import num, pval, table
 
 HEADER = (
     "comparison",
@@ -59,7 +59,7 @@ def detection_words(c: Mapping[str, Any]) -> str:
 def _holm(c: Mapping[str, Any]) -> str:
     if c.get("p_adj") is None:
         return "n/a"
-    return f"{num(c['p_adj'], 4)} (of {c.get('family_size', '?')})"
+    return f"{pval(c['p_adj'], 4)} (of {c.get('family_size', '?')})"
 
 
 def comparison_rows(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -70,7 +70,7 @@ def comparison_rows(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
             c["n"],
             f"{c['a_better']} / {c['b_better']} / {c['ties']}",
             difference_ci(c),
-            num(c["p"], 4),
+            pval(c["p"], 4),
             _holm(c),
             f"{num(c['mde'])} ({c['power']:.0%})" if c.get("mde") is not None else "n/a",
             f"{c['n_needed_for_delta']} (δ = {c['delta']:g})"

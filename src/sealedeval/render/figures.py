@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sealedeval.render.md import p_compact, pval
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -228,6 +230,12 @@ def wilson_point(r: Mapping[str, Any] | None) -> Point | None:
     return point(r.get("rate"), r.get("lo"), r.get("hi"))
 
 
+def zero_or_undefined(metrics: Sequence[Mapping[str, Any]]) -> bool:
+    """True when every estimate of ``metrics`` (``stats.metrics.Metric`` dicts) is zero or
+    missing/not finite: a figure of them would draw nothing but zeros and "n/a"."""
+    return all((_finite(m.get("estimate")) or 0.0) == 0.0 for m in metrics)
+
+
 def interval_bars(
     ax: Axes,
     groups: Sequence[str],
@@ -337,12 +345,85 @@ def difference_mde_figure(
     labels = []
     for c in records:
         adj = c.get("p_adj")
-        padj = f", Holm {adj:.3f}" if adj is not None else ""
+        padj = f", Holm {pval(adj)}" if adj is not None else ""
         mde = c.get("mde")
         band = f", MDE {mde:.3f}" if mde is not None else ", MDE n/a"
-        labels.append(f"{c['name']}\nn={c['n']}, p={c['p']:.3f}{padj}{band}")
+        labels.append(f"{c['name']}\nn={c['n']}, {p_compact(c['p'])}{padj}{band}")
     ax.set_yticks(range(len(records)), labels, fontsize="x-small")
     ax.set_ylim(len(records) - 0.5, -0.5)
     ax.set_xlabel(f"{xlabel}; grey: ±MDE at the plan's power")
     ax.set_title(title, fontsize="medium")
+    return fig
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One row of a forest figure: a difference with its interval, the MDE the comparison
+    records (its band), the row's label and the numbers printed on the right."""
+
+    label: str
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    mde: float | None = None
+    note: str = ""
+
+
+FOREST_ROW_IN = 0.26
+"""Inches per comparison row: a label of the x-small font with room between rows."""
+
+FOREST_WIDTH_IN = 8.0
+"""Wider than the other figures (6.4 in): report.pdf scales every figure to the text width,
+so a wide forest is a short one, and the first page keeps a suite's table and its figure
+together."""
+
+FOREST_MIN_SPAN = 0.05
+"""Smallest half-width of the x axis: a row of zero differences with zero-width intervals
+still gets a visible axis around its zero line."""
+
+
+def forest_figure(rows: Sequence[ForestRow], title: str, xlabel: str) -> Figure:
+    """A forest plot, the way a paper's Figure 1 reads: one row per comparison, its
+    difference as a point with its 95% interval, a line at zero (no difference), and where
+    the comparison records a minimum detectable effect, the band ±MDE shaded grey behind it
+    (a point inside its band is a difference it could not have detected). The labels name
+    the comparison on the left and print its numbers on the right; a missing difference is
+    "n/a" in its row, never dropped. The x axis is symmetric around zero."""
+    n = max(1, len(rows))
+    fig = new_figure(FOREST_WIDTH_IN, 0.9 + FOREST_ROW_IN * n)
+    ax = fig.add_subplot()
+    span = FOREST_MIN_SPAN
+    for r in rows:
+        for v in (r.estimate, r.lo, r.hi, r.mde):
+            f = _finite(v)
+            if f is not None:
+                span = max(span, abs(f))
+    span *= 1.1
+    for i, r in enumerate(rows):
+        mde = _finite(r.mde)
+        if mde is not None and mde > 0:
+            ax.fill_betweenx([i - 0.38, i + 0.38], -mde, mde, color=MDE_BAND, linewidth=0, zorder=1)
+        p = point(r.estimate, r.lo, r.hi)
+        if p is None:
+            ax.text(0, i, "n/a", va="center", ha="center", fontsize="small", zorder=3)
+            continue
+        e, lo, hi = p
+        xerr = [[e - lo if lo is not None else 0.0], [hi - e if hi is not None else 0.0]]
+        ax.errorbar(
+            [e], [i], xerr=xerr, fmt="s", markersize=5, color=PALETTE[0], capsize=3, zorder=3
+        )
+    ax.axvline(0, color="black", linewidth=0.8, linestyle="--", zorder=2)
+    ax.set_xlim(-span, span)
+    ticks = list(range(len(rows)))
+    ax.set_yticks(ticks, [r.label for r in rows], fontsize="x-small")
+    ax.set_ylim(n - 0.5, -0.5)
+    right = ax.twinx()
+    right.set_ylim(n - 0.5, -0.5)
+    right.set_yticks(ticks, [r.note for r in rows], fontsize="x-small")
+    right.tick_params(length=0)
+    ax.set_xlabel(xlabel, fontsize="small")
+    ax.tick_params(axis="x", labelsize="x-small")
+    ax.set_title(title, fontsize="medium")
+    if not rows:
+        no_data(ax, "no comparison")
     return fig

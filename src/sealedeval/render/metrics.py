@@ -6,10 +6,11 @@ Publish's generic section uses it for a suite with no presentation of its own; a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from sealedeval.render.md import num, table
+from sealedeval.render.figures import zero_or_undefined
+from sealedeval.render.md import NOT_PRICED, num, table
 
 HEADER = (
     "metric",
@@ -35,15 +36,29 @@ def interval_label(m: Mapping[str, Any]) -> str:
     return f"[{num(m['lo'])}, {num(m['hi'])}]"
 
 
-def metric_table(metrics: Sequence[Mapping[str, Any]]) -> str:
+COST_SUFFIX = "_usd"
+"""Metrics named ``*_usd`` are money (``cost_usd``, ``cost_per_solved_item_usd``)."""
+
+
+def is_cost(m: Mapping[str, Any]) -> bool:
+    return str(m.get("metric", "")).endswith(COST_SUFFIX)
+
+
+def _unpriced(m: Mapping[str, Any], unpriced: Collection[str]) -> bool:
+    return is_cost(m) and str((m.get("groups") or {}).get("engine")) in unpriced
+
+
+def metric_table(metrics: Sequence[Mapping[str, Any]], unpriced: Collection[str] = ()) -> str:
+    """Every metric as a row; a cost metric of an engine in ``unpriced`` (no price in the
+    config) says ``not priced`` where its $0 estimate would read as "free"."""
     return table(
         list(HEADER),
         [
             [
                 m["metric"],
                 groups_label(m),
-                num(m["estimate"]),
-                interval_label(m),
+                NOT_PRICED if _unpriced(m, unpriced) else num(m["estimate"]),
+                "-" if _unpriced(m, unpriced) else interval_label(m),
                 m["method"],
                 m["n_ok"],
                 m["n_error"],
@@ -71,3 +86,25 @@ def completeness_table(counts: Mapping[str, Mapping[str, Any]]) -> str:
             for e, c in counts.items()
         ],
     )
+
+
+def without_figure(metrics: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Metric names that get no figure: zero or undefined in every group (an unpriced
+    engine's cost, the error rate of a run without errors). A figure of nothing but zeros
+    says less than the table's row and looks like a finding."""
+    by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    for m in metrics:
+        by_metric.setdefault(str(m["metric"]), []).append(m)
+    return [k for k, ms in by_metric.items() if zero_or_undefined(ms)]
+
+
+def no_figure_note(metrics: Sequence[Mapping[str, Any]]) -> str:
+    """The sentence a section prints for the metrics ``without_figure`` leaves out ('' when
+    none): the reader learns why a metric of the table has no figure."""
+    skipped = without_figure(metrics)
+    if not skipped:
+        return ""
+    costs = {str(m["metric"]) for m in metrics if is_cost(m)}
+    why = " (cost: not priced)" if set(skipped) <= costs else ""
+    names = ", ".join(f"`{k}`" for k in skipped)
+    return f"No figure of {names}: zero or undefined for every engine{why}."

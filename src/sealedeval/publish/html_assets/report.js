@@ -47,10 +47,10 @@
     return Number(x).toPrecision(digits || 3);
   }
   function thousands(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
-  function verdictOf(i) {
-    var g = C.n_graded[i], p = C.n_pass[i];
-    if (!g) return ["ungraded", ""];
-    return [p + "/" + g + " pass", p === g ? "pass" : p === 0 ? "fail" : "mixed"];
+  // The sample's own verdict (the suite's primary grader's), not a count of graders.
+  function verdictOf(i) { return [L.primary[C.primary[i]], C.tone[i]]; }
+  function cost(i, digits) {
+    return L.unpriced[C.engine[i]] ? "not priced" : num(C.cost_usd[i], digits);
   }
 
   // -- filters ---------------------------------------------------------------------------------
@@ -211,7 +211,7 @@
       vtd.appendChild(el("span", "badge " + v[1], v[0]));
       tr.appendChild(vtd);
       tr.appendChild(el("td", null, num(C.latency_s[i])));
-      tr.appendChild(el("td", null, num(C.cost_usd[i])));
+      tr.appendChild(el("td", null, cost(i)));
       tr.appendChild(el("td", "snip", C.snippet[i]));
       tr.addEventListener("click", function (ev) {
         if (ev.target.tagName !== "A") location.hash = "sample=" + encodeURIComponent(C.id[i]);
@@ -250,37 +250,47 @@
     head.appendChild(tools);
     box.appendChild(head);
 
-    var facts = el("div", "facts");
-    fact(facts, "suite", L.suite[C.suite[i]]);
-    fact(facts, "engine", L.engine[C.engine[i]]);
-    fact(facts, "model", s.model);
-    fact(facts, "condition", L.condition[C.condition[i]]);
-    fact(facts, "item", C.item[i]);
-    fact(facts, "repeat", C.repeat[i]);
-    fact(facts, "status", L.status[C.status[i]]);
-    fact(facts, "error kind", L.error_kind[C.error_kind[i]]);
-    fact(facts, "latency s", num(C.latency_s[i], 4));
-    fact(facts, "cost $", num(C.cost_usd[i], 4));
-    fact(facts, "tokens in / out", s.tokens_in + " / " + s.tokens_out);
-    fact(facts, "attempts", s.attempts);
-    fact(facts, "finish reason", s.finish_reason);
-    fact(facts, "engine path", s.engine_path);
-    fact(facts, "seed", s.seed);
-    box.appendChild(facts);
+    // "Why was this wrong?": the verdict, the expected answer beside the response, the
+    // prompt, then each grader's details; the request's facts after them.
+    var v = s.verdict || {}, vbox = el("div", "verdict-box " + (v.tone || ""));
+    vbox.id = "sample-verdict";
+    vbox.appendChild(el("span", null, "Verdict: "));
+    vbox.appendChild(el("strong", null, v.word));
+    if (v.grader) {
+      vbox.appendChild(document.createTextNode(" (grader " + v.grader + ": " +
+        (v.passed === true ? "pass" : v.passed === false ? "fail" : "n/a") + ")"));
+    }
+    box.appendChild(vbox);
     if (s.error_message) box.appendChild(el("p", "error-box", s.error_message));
+
+    var t = s.target;
+    var th4 = el("h4", null, "Expected answer" + (t ? " (item field \u201c" + t.field + "\u201d)" : ""));
+    th4.id = "sample-target-head";
+    box.appendChild(th4);
+    if (t) box.appendChild(el("pre", "target", pretty(t.value)));
+    else box.appendChild(el("p", "hint", "no expected answer in this item (the grader details say what was checked)"));
 
     box.appendChild(el("h4", null, "Response"));
     box.appendChild(el("pre", "response", s.output === "" ? "(empty)" : s.output));
 
+    box.appendChild(el("h4", null, "Prompt"));
+    var msgs = Array.isArray(s.messages) ? s.messages : [s.messages];
+    if (!msgs.length) box.appendChild(el("p", "hint", "(no prompt stored)"));
+    msgs.forEach(function (m) {
+      var isMsg = m && typeof m === "object" && ("content" in m || "ref" in m);
+      box.appendChild(el("div", "msg-role", isMsg ? m.role || "message" : "message"));
+      box.appendChild(el("pre", "msg", pretty(isMsg ? content(m, texts) : m)));
+    });
+
     box.appendChild(el("h4", null, "Graders (" + s.grades.length + ")"));
     if (!s.grades.length) box.appendChild(el("p", "hint", "no graded row for this request"));
     else {
-      var wrap = el("div", "table-wrap"), t = el("table", "grades"), hr = el("tr");
+      var wrap = el("div", "table-wrap"), tbl = el("table", "grades"), hr = el("tr");
       ["grader", "version", "verdict", "score", "category", "details", "other fields"]
         .forEach(function (c) { hr.appendChild(el("th", null, c)); });
-      var th = el("thead");
-      th.appendChild(hr);
-      t.appendChild(th);
+      var thd = el("thead");
+      thd.appendChild(hr);
+      tbl.appendChild(thd);
       var tb = el("tbody");
       s.grades.forEach(function (g) {
         var tr = el("tr");
@@ -300,18 +310,29 @@
         tr.appendChild(x);
         tb.appendChild(tr);
       });
-      t.appendChild(tb);
-      wrap.appendChild(t);
+      tbl.appendChild(tb);
+      wrap.appendChild(tbl);
       box.appendChild(wrap);
     }
-    box.appendChild(el("h4", null, "Prompt"));
-    var msgs = Array.isArray(s.messages) ? s.messages : [s.messages];
-    if (!msgs.length) box.appendChild(el("p", "hint", "(no prompt stored)"));
-    msgs.forEach(function (m) {
-      var isMsg = m && typeof m === "object" && ("content" in m || "ref" in m);
-      box.appendChild(el("div", "msg-role", isMsg ? m.role || "message" : "message"));
-      box.appendChild(el("pre", "msg", pretty(isMsg ? content(m, texts) : m)));
-    });
+
+    box.appendChild(el("h4", null, "Request"));
+    var facts = el("div", "facts");
+    fact(facts, "suite", L.suite[C.suite[i]]);
+    fact(facts, "engine", L.engine[C.engine[i]]);
+    fact(facts, "model", s.model);
+    fact(facts, "condition", L.condition[C.condition[i]]);
+    fact(facts, "item", C.item[i]);
+    fact(facts, "repeat", C.repeat[i]);
+    fact(facts, "status", L.status[C.status[i]]);
+    fact(facts, "error kind", L.error_kind[C.error_kind[i]]);
+    fact(facts, "latency s", num(C.latency_s[i], 4));
+    fact(facts, "cost $", cost(i, 4));
+    fact(facts, "tokens in / out", s.tokens_in + " / " + s.tokens_out);
+    fact(facts, "attempts", s.attempts);
+    fact(facts, "finish reason", s.finish_reason);
+    fact(facts, "engine path", s.engine_path);
+    fact(facts, "seed", s.seed);
+    box.appendChild(facts);
     var traj = Array.isArray(s.trajectory) ? s.trajectory : [s.trajectory];
     box.appendChild(el("h4", null, "Agent trajectory (" + traj.length + " steps)"));
     if (!traj.length) box.appendChild(el("p", "hint", "single call: no trajectory"));

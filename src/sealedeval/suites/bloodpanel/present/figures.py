@@ -21,7 +21,7 @@ from sealedeval.render.figures import (
     top_legend,
     wilson_point,
 )
-from sealedeval.render.md import num
+from sealedeval.render.md import p_compact
 from sealedeval.suites.bloodpanel.present.report import TOP_LABELS
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def _comparisons(a: Mapping[str, Any]) -> Figure:
     ax.axvline(0, color="black", linewidth=0.5)
     ax.set_yticks(
         range(len(comps)),
-        [f"{c['a']} − {c['b']}\n{c['n_cases']} cases, p={num(c['p'], 3)}" for c in comps],
+        [f"{c['a']} − {c['b']}\n{c['n_cases']} cases, {p_compact(c['p'], 3)}" for c in comps],
         fontsize="small",
     )
     ax.set_ylim(len(comps) - 0.5, -0.5)

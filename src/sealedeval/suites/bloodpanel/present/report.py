@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
-from sealedeval.render.md import num, rate_ci, table
+from sealedeval.render.md import num, pval, rate_ci, table
 from sealedeval.suites.bloodpanel.present import detector
 
 TOP_LABELS = 15
@@ -282,7 +282,7 @@ def render(section: Mapping[str, Any]) -> str:
                         f"{num(c['ci']['hi'], 4)}]",
                         num(c["paired_se"], 4),
                         f"{c['a_better']} / {c['b_better']} / {c['ties']}",
-                        num(c["p"], 4),
+                        pval(c["p"], 4),
                     ]
                     for c in a["comparisons"]
                 ],

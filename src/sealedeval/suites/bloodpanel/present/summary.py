@@ -55,4 +55,13 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
         },
         "comparisons": comps,
         "note": _trap_note(list(a.get("metrics") or []), profile),
+        # report.html's sample view: the headline profile's grader is the verdict; a case is
+        # scored, not right or wrong (its category is "graded"), so the verdict is pass / fail
+        # and the score; what the answer should hold is the case's expected keywords and
+        # scoring systems
+        "samples": {
+            "primary_grader": f"bloodpanel/{profile}",
+            "verdict": "passed",
+            "target_field": ["expected_keywords", "expected_scoring_systems"],
+        },
     }

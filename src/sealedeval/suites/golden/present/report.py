@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
-from sealedeval.render.md import num, pct, rate_ci, table
+from sealedeval.render.md import NOT_PRICED, num, p_compact, pct, priced, pval, rate_ci, table
 
 
 def _g(d: Mapping[str, Any] | None, *path: str) -> Any:
@@ -47,8 +47,15 @@ def _spec(entry: Mapping[str, Any]) -> str:
     return "files in prompt" + subset
 
 
+def _unpriced(a: Mapping[str, Any]) -> set[str]:
+    """Engines the footer lists without any price: their cost cells say so instead of $0."""
+    engines = (a.get("footer") or {}).get("engines") or []
+    return {str(e["engine"]) for e in engines if not priced(e)}
+
+
 def _branch_table(a: Mapping[str, Any]) -> list[str]:
     rows = []
+    unpriced = _unpriced(a)
     for eng, b, entry in _branches(a):
         g = entry["main"]
         j = entry.get("judge") or {}
@@ -63,7 +70,9 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
                 num(g["facts_partial_credit"]),
                 rate_ci(j["pass"]) if j else "-",
                 f"{g['n_ok']}/{g['n_total']} ({g['n_error']} err)",
-                f"{_usd(g['cost_per_attempt_usd'])} / {_usd(g['cost_per_solved_usd'])}",
+                NOT_PRICED
+                if eng in unpriced
+                else f"{_usd(g['cost_per_attempt_usd'])} / {_usd(g['cost_per_solved_usd'])}",
                 f"{_secs(g['latency_per_attempt_s'])} / {_secs(g['latency_per_solved_s'])}",
             ]
         )
@@ -140,7 +149,7 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
         cs = e.get("branch_comparisons") or []
         if cs:
             pairs = "; ".join(
-                f"{c['a']} vs {c['b']} +{c['a_only']}/−{c['b_only']} p={num(c['p'], 4)} "
+                f"{c['a']} vs {c['b']} +{c['a_only']}/−{c['b_only']} {p_compact(c['p'], 4)} "
                 f"({c['n_items']} tasks)"
                 for c in cs
             )
@@ -458,7 +467,7 @@ def _probes(a: Mapping[str, Any]) -> list[str]:
                             f"{t['exposed']}/{t['n']}",
                             rate_ci(t["complied_when_exposed"]),
                             f"{rate_ci(t['accuracy_clean'])} → {rate_ci(t['accuracy_injected'])}",
-                            f"+{t['clean_only']}/−{t['injected_only']} p={num(t['p'], 4)}",
+                            f"+{t['clean_only']}/−{t['injected_only']} {p_compact(t['p'], 4)}",
                         ]
                         for b, t in inj["branches"].items()
                     ],
@@ -470,7 +479,7 @@ def _probes(a: Mapping[str, Any]) -> list[str]:
             out += [
                 f"Attribute swap ({sw['attribute']}: {names}), {sw['n_pairs']} paired tasks: "
                 f"base {rate_ci(sw['base'])}, swapped {rate_ci(sw['swapped'])}; discordant "
-                f"+{sw['base_only']}/−{sw['swapped_only']}, sign test p={num(sw['p'], 4)}. "
+                f"+{sw['base_only']}/−{sw['swapped_only']}, sign test {p_compact(sw['p'], 4)}. "
                 "Ten pairs can show a gross asymmetry, not rule a bias out.",
                 "",
             ]
@@ -547,7 +556,11 @@ def _footer(a: Mapping[str, Any]) -> list[str]:
         return []
     eng = "; ".join(
         f"{e['engine']} ({e['kind']}{', ' + e['model'] if e['model'] else ''}; "
-        f"${e['price_in_per_mtok']} / ${e['price_out_per_mtok']} per Mtok in/out"
+        + (
+            f"${e['price_in_per_mtok']} / ${e['price_out_per_mtok']} per Mtok in/out"
+            if priced(e)
+            else NOT_PRICED
+        )
         + (f"; tools: {e['tool_protocol']}" if e.get("tool_protocol") else "")
         + ")"
         for e in f["engines"]
@@ -612,7 +625,7 @@ def render(section: Mapping[str, Any]) -> str:
                         c["n_items"],
                         c["a_only"],
                         c["b_only"],
-                        num(c["p"], 4),
+                        pval(c["p"], 4),
                     ]
                     for c in a["comparisons"]
                 ],

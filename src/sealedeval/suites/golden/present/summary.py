@@ -52,4 +52,7 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
             "label": f"greedy accuracy, branch {base} (regex grader, per task)",
         },
         "comparisons": comps,
+        # report.html's sample view: the regex grader decides each answer's category (the
+        # headline's verdict); a task's ``answer`` is its reference fact
+        "samples": {"primary_grader": "regex", "target_field": "answer"},
     }

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
-from sealedeval.render.md import num, pct, rate_ci, table
+from sealedeval.render.md import num, p_compact, pct, pval, rate_ci, table
 from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS
 
 _A_METRICS = (
@@ -133,7 +133,7 @@ def _comparisons(comps: Sequence[Mapping[str, Any]]) -> list[str]:
             c["b_better"],
             c["ties"],
             num(c["mean_diff"]),
-            num(c["p"], 4),
+            pval(c["p"], 4),
         ]
         for c in comps
     ]
@@ -185,7 +185,7 @@ def _evidence(h: Mapping[str, Any], comps: Mapping[str, Mapping[str, Any]]) -> s
             if c is not None:
                 parts.append(
                     f"{cid}: {c['a']}−{c['b']} {num(c['mean_diff'])}, "
-                    f"{c['a_better']}:{c['b_better']}, p={num(c['p'], 4)}"
+                    f"{c['a_better']}:{c['b_better']}, {p_compact(c['p'], 4)}"
                 )
         return "; ".join(parts) or "not run in this profile"
     if "estimate" in ev:

@@ -68,4 +68,6 @@ def summary(section: Mapping[str, Any]) -> dict[str, Any]:
         },
         "comparisons": comps,
         "note": str(correction.get("statement") or ""),
+        # report.html's sample view: an item's reference value is the answer it expects
+        "samples": {"target_field": "reference_value"},
     }

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
-from sealedeval.render.md import num, rate_ci, table
-from sealedeval.render.metrics import metric_table
+from sealedeval.render.md import NOT_PRICED, num, pval, rate_ci, table
+from sealedeval.render.metrics import metric_table, no_figure_note
 
 MAX_ITEMS = 200
 
@@ -25,7 +25,13 @@ def _ci(lo: Any, hi: Any) -> str:
     return f"[{num(lo)}, {num(hi)}]"
 
 
-def _money(x: Any) -> str:
+def _money(x: Any, spent: Any = None) -> str:
+    """A cost cell; ``not priced`` when the engine's total spend (``spent``) is exactly zero:
+    the dispatcher prices every token it is told a price for, so a spend of zero over completed
+    calls means the engine has no price in the config (result.json's ``engines`` section says
+    which), and "$0.000000" would read as "free"."""
+    if spent is not None and float(spent) == 0.0:
+        return NOT_PRICED
     return "n/a" if x is None else f"${float(x):.6f}"
 
 
@@ -73,7 +79,7 @@ def _headline(a: Mapping[str, Any]) -> list[str]:
                 if mean
                 else "-",
                 f"{e['n_items_ok']} / {e['n_items_error']}",
-                _money(cost.get("cost_per_solved_item_usd")),
+                _money(cost.get("cost_per_solved_item_usd"), cost.get("cost_usd")),
                 _seconds(cost.get("latency_per_solved_item_s")),
             ]
         )
@@ -135,7 +141,7 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
                         c["a_better"],
                         c["b_better"],
                         f"{num(c['difference'])} {_ci(c['lo'], c['hi'])}",
-                        num(c["p"], 4),
+                        pval(c["p"], 4),
                     ]
                     for c in cs
                 ],
@@ -154,8 +160,8 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
                         h["id"],
                         f"{h['a']} {_DIRECTION[h['direction']]} {h['b']}",
                         h["n_items"],
-                        num(h["p"], 4),
-                        f"{num(h['p_adjusted'], 4)} ({h['correction']})",
+                        pval(h["p"], 4),
+                        f"{pval(h['p_adjusted'], 4)} ({h['correction']})",
                         num(h["alpha"]),
                         "rejected H0" if h["rejected"] else "not rejected",
                     ]
@@ -225,14 +231,22 @@ def _metrics(a: Mapping[str, Any]) -> list[str]:
     ms = a.get("metrics") or []
     if not ms:
         return ["No metrics were reported.", ""]
+    # no spend at all over an engine's completed calls: it has no price (see ``_money``)
+    unpriced = {
+        str(name)
+        for name, e in (a.get("engines") or {}).items()
+        if (e.get("cost") or {}).get("cost_usd") == 0
+    }
+    note = no_figure_note(ms)
     return [
         "### Metrics",
         "",
-        metric_table(ms),
+        metric_table(ms, unpriced),
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
         "failures, counted and never graded as model failures.",
         "",
+        *([note, ""] if note else []),
     ]
 
 
