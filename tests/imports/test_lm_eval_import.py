@@ -237,7 +237,7 @@ def _break(logs: Path, case: str) -> tuple[Path, str]:
         return folder, f"{r}: lm_eval_version 0.9.0 is not a format this importer reads"
     if case == "no samples (run without --log_samples)":
         s.unlink()
-        return folder, f"{r}: no samples_tinyqa_"
+        return folder, f"{r}: task tinyqa has no per-sample records"
     raise AssertionError(case)
 
 

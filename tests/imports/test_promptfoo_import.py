@@ -218,7 +218,7 @@ def _break(log: Path, case: str) -> str:
         return f"{log}:"
     if case == "not JSON":
         log.write_text("{results: nope")
-        return f"{log}:1: not valid JSON"
+        return f"{log}:1: not JSON, so not a promptfoo export"
     doc = json.loads(data)
     if case == "unknown version":
         doc["results"]["version"] = 2
