@@ -31,8 +31,8 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.imports import aggregations, sniff
 from sealedeval.imports import scores as score_values
-from sealedeval.imports import sniff
 from sealedeval.imports.ingest import (
     Ingest,
     Seal,
@@ -86,6 +86,11 @@ def discover(paths: Sequence[Path]) -> list[Run]:
                 kind = _kind(f)
                 if kind is None and _RESULTS_NAME.match(f.name):
                     sniff.load_json(f, sniff.LM_EVAL_RESULTS)  # lm-eval's name, unreadable
+                if kind == sniff.LM_EVAL_V0:
+                    raise UserError(
+                        f"{f}: pre-0.4 lm-eval results (no lm_eval_version, configs or "
+                        "n-samples): this importer reads lm-eval 0.4.x output"
+                    )
                 if kind == sniff.LM_EVAL_RESULTS:
                     results.add(f)
             samples |= {f for f in p.rglob("samples_*.jsonl") if _SAMPLES.match(f.name)}
@@ -223,13 +228,18 @@ def _text(resps: Any) -> str:
 
 
 def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
-    """metric → its aggregation from the task config (lm-eval's default for the built-in
-    metrics it names is ``mean``)."""
+    """metric → its aggregation from the task config (lm-eval's registered default for a
+    built-in metric the config names without one)."""
     out: dict[str, str] = {}
     for m in config.get("metric_list") or []:
         if isinstance(m, Mapping) and isinstance(m.get("metric"), str):
-            agg = m.get("aggregation", "mean")
-            out[m["metric"]] = agg if isinstance(agg, str) else "custom"
+            name = m["metric"]
+            agg = m.get("aggregation")
+            out[name] = (
+                aggregations.aggregation_name(agg)
+                if agg is not None
+                else aggregations.LM_EVAL_DEFAULT_AGGREGATION.get(name, "unknown")
+            )
     return out
 
 
@@ -242,7 +252,7 @@ def headline(results: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str,
         if key in _NOT_METRICS or "," not in key or "_stderr," in key:
             continue
         metric, filt = key.split(",", 1)
-        agg = aggs.get(metric, "mean")
+        agg = aggs.get(metric) or aggregations.LM_EVAL_DEFAULT_AGGREGATION.get(metric, "mean")
         num = score_values.to_float(value)
         reported = {"accuracy": num} if agg == "mean" and num is not None else {metric: value}
         out[key] = {
@@ -398,7 +408,9 @@ def _row(
                 "edited": False,
             }
     first = lines[0]
-    numeric = any(score_values.to_float(s["value"]) is not None for s in scores.values())
+    # a corpus-level metric's per-sample value is a (reference, prediction) pair, not a
+    # number: a document is scored when every metric lm-eval listed for it has its value
+    numeric = bool(scores) and all(s["value"] is not None for s in scores.values())
     return raw_row(
         **common,
         request_key=request_key(HARNESS, task, str(doc_id), 1, model),
@@ -421,7 +433,7 @@ def _row(
         output_text=_text(first.get("resps")),
         status="ok" if numeric else "error",
         error_kind="" if numeric else "unscored",
-        error_message="" if numeric else "no numeric metric value in the sample lines",
+        error_message="" if numeric else "a metric listed without its value in the sample lines",
     )
 
 
