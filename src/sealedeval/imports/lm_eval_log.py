@@ -9,11 +9,15 @@ the ``repeats`` answers, so every row is ``repeat`` 0 and the repeats' raw answe
 ``response.resps``. Each sample line is one (document, filter); its metrics become scorers
 named as lm-eval names them in the results file, ``<metric>,<filter>`` (``exact_match,strict``),
 so the headline ``results[task]["<metric>,<filter>"]`` sits beside our recomputation from the
-samples. A headline is compared only for a metric lm-eval aggregates by ``mean`` (the mean of
-the per-document values, which we recompute); other aggregations (corpus BLEU, F1, perplexity)
-are recorded, not compared. Documents the results file counts (``n-samples``) but the samples
-file lacks are ``error`` rows of kind ``missing``; documents left out by ``--limit`` are
-``error`` rows of kind ``limit``; a document without one numeric metric value is ``unscored``.
+samples. Every headline metric is carried with its aggregation (the task config's, else
+lm-eval's registered default); the imported suite re-derives the ones ``aggregations.py``
+knows (mean, f1, matthews_corrcoef, the perplexity family, ...) and labels the others
+(corpus BLEU, a task's own function) as reported, not re-derivable. Files are recognised by
+content (``sniff.py``): a renamed results file imports. Documents the results file counts
+(``n-samples``) but the samples file lacks are ``error`` rows of kind ``missing``; documents
+left out by ``--limit`` are ``error`` rows of kind ``limit``; a document a metric is listed
+for without its value is ``unscored`` (a corpus metric's value is a (reference, prediction)
+pair: the row is ``ok``).
 
 The field map (mapped, ignored) is in docs/imports.md.
 """
