@@ -591,6 +591,8 @@ class ImportedSuite:
                         )
                         headline.append(entry_o)
                         metrics += m_o
+        # per scorer, accuracy first, then its other metrics by name (stable: logs keep order)
+        headline.sort(key=lambda e: (str(e["scorer"]), e.get("metric", "accuracy") != "accuracy"))
         g_primary = {"engine": eng, "scorer": primary}
         solved = {i: reduce_outcomes(v, self.reduce) for i, v in outcomes.items()}
         n_solved = sum(solved.values())
