@@ -367,3 +367,16 @@ def test_inspect_mean_metrics_imported_and_compared(
     for key, value in theirs.items():
         assert got[key]["harness"] == pytest.approx(value)
         assert got[key]["ours"] == pytest.approx(value) and got[key]["match"] is True, key
+
+
+def test_an_imported_engine_has_nothing_to_call() -> None:
+    import asyncio
+
+    from sealedeval.config import EngineConfig
+    from sealedeval.engines.base import EngineError, engine_kinds
+
+    factory = engine_kinds.get("imported")
+    engine = factory(EngineConfig(name="google-gemma-2b", kind="imported", model="google/gemma-2b"))
+    assert engine.model == "google/gemma-2b"
+    with pytest.raises(EngineError, match="kind imported"):
+        asyncio.run(engine.start())
