@@ -380,3 +380,26 @@ def test_an_imported_engine_has_nothing_to_call() -> None:
     assert engine.model == "google/gemma-2b"
     with pytest.raises(EngineError, match="kind imported"):
         asyncio.run(engine.start())
+
+
+@needs_wild
+def test_a_trimmed_log_differs_and_says_why(tmp_path: Path) -> None:
+    """every_eval_ever's test logs kept 1 sample of 79 under the full run's headline: the
+    headline is carried, the difference is flagged, and the reason is named."""
+    pytest.importorskip("inspect_ai")
+    from sealedeval.config import load_config
+    from sealedeval.stages.pipeline import derive
+
+    root = new_project(tmp_path / "proj")
+    import_sealed(root, "inspect", str(WILD / "inspect" / "eee-data_intercode_ctf_local_path.json"))
+    an = derive(load_config(root), "gdm_intercode_ctf").doc["analysis"]
+    eng = an["engines"]["mistral-mistral-small-latest"]
+    assert eng["limits_hit"] == 1
+    assert {h["metric"]: h["match"] for h in eng["headline"]} == {
+        "accuracy": False,
+        "stderr": False,
+    }
+    assert all(
+        m.endswith("the log holds 1 of the 79 samples its headline scored")
+        for m in an["headline_mismatches"]
+    )

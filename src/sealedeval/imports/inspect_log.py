@@ -134,7 +134,11 @@ def headline(log: Any) -> dict[str, dict[str, Any]]:
         out[str(s.name)] = {
             "scorer": str(s.scorer),
             "reducer": s.reducer,
-            "scored_samples": s.scored_samples,
+            # older logs leave scored_samples unset; the run's completed count stands in, so a
+            # log whose samples were trimmed after the run says so beside its headline
+            "scored_samples": s.scored_samples
+            if s.scored_samples is not None
+            else getattr(results, "completed_samples", None),
             "unscored_samples": s.unscored_samples,
             "metrics": {str(k): m.value for k, m in (s.metrics or {}).items()},
         }
