@@ -27,6 +27,7 @@ VALID: dict[str, dict[str, Any]] = {
     "replay": {"kind": "replay", "source": "archive/raw/golden/local"},
     "local": {"kind": "local"},
     "reference": {"kind": "reference"},
+    "imported": {"kind": "imported", "model": "google/gemma-2b"},
     "kantesti": {"kind": "kantesti", "base_url": "http://127.0.0.1:1"},
 }
 FOREIGN = {  # a key some other kind takes, per kind
@@ -35,6 +36,7 @@ FOREIGN = {  # a key some other kind takes, per kind
     "replay": "base_url",
     "local": "price_cache_read_per_mtok",
     "reference": "source",
+    "imported": "variant",
     "kantesti": "anthropic_version",
 }
 

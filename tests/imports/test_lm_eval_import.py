@@ -155,7 +155,8 @@ def test_report_and_audit_show_both_numbers(
     assert checks["harness headline"].startswith("PASS 4 reported metric(s) equal ours")
     assert checks["result re-derives"].startswith("PASS")  # tiny-b's --limit rows: no score
     md = (project / "results" / "report.md").read_text()
-    assert "| tiny-a | exact_match,strict |" in md and "lm-eval accuracy" in md
+    assert "| tiny-a | exact_match,strict | accuracy |" in md
+    assert "| engine | scorer | metric | log | lm-eval | ours | check |" in md
     assert "**DIFFERS**" not in md
     # the fixture was made before this project's seal: the audit says so (and verifies it)
     assert checks["seal precedes runs"].startswith("WARN no sealed rows: every imported sample")
@@ -237,7 +238,7 @@ def _break(logs: Path, case: str) -> tuple[Path, str]:
         return folder, f"{r}: lm_eval_version 0.9.0 is not a format this importer reads"
     if case == "no samples (run without --log_samples)":
         s.unlink()
-        return folder, f"{r}: no samples_tinyqa_"
+        return folder, f"{r}: task tinyqa has no per-sample records"
     raise AssertionError(case)
 
 

@@ -177,7 +177,7 @@ _capabilities: dict[str, CapabilityFn] = {}
 
 EngineFactory = Callable[..., Engine]
 engine_kinds: Registry[EngineFactory] = Registry("engine kind", group="sealedeval.engines")
-for _kind in ("openai_chat", "anthropic", "local", "reference", "kantesti", "replay"):
+for _kind in ("openai_chat", "anthropic", "local", "reference", "kantesti", "replay", "imported"):
     engine_kinds.add_lazy(_kind, f"sealedeval.engines.{_kind}")
 
 

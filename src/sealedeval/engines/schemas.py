@@ -79,6 +79,7 @@ KINDS: dict[str, KindOptions] = {
         ),
     ),
     "reference": KindOptions(optional=frozenset({"variant"})),
+    "imported": KindOptions(),
     "kantesti": KindOptions(
         required=frozenset({"base_url"}),
         optional=frozenset(

@@ -95,11 +95,14 @@ class Seal:
     sealed: bool
 
 
-def seal_state(cfg: Config, suite: str) -> Seal:
-    """The suite's current seal when it is sealed and committed; else unsealed (``""``)."""
+def seal_state(cfg: Config | None, suite: str) -> Seal:
+    """The suite's current seal when it is sealed and committed; else unsealed (``""``).
+    Without a config (a first read, before the import writes the suite's block): unsealed."""
     from sealedeval.plugins import get_suite
     from sealedeval.seal import lock
 
+    if cfg is None:
+        return Seal("", "", False)
     cfg.suite(suite)  # a suite not in the config is a one-line error
     try:
         s = lock.check(cfg.root, suite, get_suite(suite).rubric_inputs())
@@ -112,9 +115,11 @@ def seal_state(cfg: Config, suite: str) -> Seal:
 HARNESS_LABELS = {"inspect_ai": "inspect", "lm_eval": "lm-eval", "promptfoo": "promptfoo"}
 
 
-def check_harness(cfg: Config, suite: str, harness: str, path: Path) -> None:
+def check_harness(cfg: Config | None, suite: str, harness: str, path: Path) -> None:
     """A suite configured for one harness takes no other harness's logs (its sealed
     definition names that harness)."""
+    if cfg is None or suite not in (cfg.data.get("suites") or {}):
+        return
     want = cfg.suite(suite).get("harness")
     label = HARNESS_LABELS.get(harness, harness)
     if want and want != label:
@@ -279,6 +284,18 @@ def write(cfg: Config, ing: Ingest) -> Outcome:
     return Outcome(
         ing.path, ing.suite, ing.engine, len(ing.rows), ok, len(ing.rows) - ok, False, predating
     )
+
+
+def bind(cfg: Config, ingests: Sequence[Ingest]) -> None:
+    """Give ingests read without a config (``seal_state(None, ...)``) their suite's harness
+    check and current seal, once the config holds their suites."""
+    for ing in ingests:
+        check_harness(cfg, ing.suite, ing.harness, ing.path)
+        seal = seal_state(cfg, ing.suite)
+        for r in ing.rows:
+            r["rubric_sha256"] = seal.rubric_sha256
+            r["seal_commit"] = seal.seal_commit
+            r["sealed"] = seal.sealed
 
 
 def write_all(cfg: Config, ingests: Sequence[Ingest]) -> list[Outcome]:

@@ -21,6 +21,7 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.imports import sniff
 from sealedeval.imports.ingest import (
     Ingest,
     Seal,
@@ -48,18 +49,28 @@ def read_log(path: Path) -> tuple[bytes, Any]:
         raise UserError(
             "importing Inspect logs needs inspect_ai: pip install 'sealedeval[inspect]'"
         ) from None
-    if path.suffix not in (".eval", ".json"):
-        raise UserError(f"{path}: not an Inspect log (expected a .eval or .json file)")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    data = sniff.read_bytes(path)
+    found = sniff.kind_of(path, data)
+    sniff.refuse_other(path, sniff.INSPECT, found)
+    if found is None:
+        if data[:2] == b"PK":
+            raise UserError(f"{path}: truncated or damaged zip archive (not a readable .eval log)")
+        sniff.load_json(path, sniff.INSPECT)  # not JSON / truncated JSON: its own line
+        raise UserError(f"{path}: JSON, but not {sniff.INSPECT} (no eval, version, status)")
+    want = ".eval" if data[:2] == b"PK" else ".json"
+    if path.suffix != want:
+        raise UserError(f"{path}: {sniff.INSPECT} in {want} format must be named *{want}")
     try:
         log = read_eval_log(str(path))
-    except Exception as e:  # a truncated zip, JSON that is not a log, an unknown version
+    except Exception as e:  # a JSON log of an unknown version, a damaged zip member
         raise UserError(f"{path}: not a readable Inspect log ({_first_line(e)})") from None
     if log.eval is None or not getattr(log.eval, "task", None) or not log.eval.model:
         raise UserError(f"{path}: Inspect log without task or model")
+    if not log.samples:
+        raise UserError(
+            f"{path}: holds no samples (a header-only log, or run with --no-log-samples): "
+            "nothing to re-derive its headline from, so it is not imported"
+        )
     return data, log
 
 
@@ -123,7 +134,11 @@ def headline(log: Any) -> dict[str, dict[str, Any]]:
         out[str(s.name)] = {
             "scorer": str(s.scorer),
             "reducer": s.reducer,
-            "scored_samples": s.scored_samples,
+            # older logs leave scored_samples unset; the run's completed count stands in, so a
+            # log whose samples were trimmed after the run says so beside its headline
+            "scored_samples": s.scored_samples
+            if s.scored_samples is not None
+            else getattr(results, "completed_samples", None),
             "unscored_samples": s.unscored_samples,
             "metrics": {str(k): m.value for k, m in (s.metrics or {}).items()},
         }
@@ -271,7 +286,7 @@ def convert(
     return rows
 
 
-def load(cfg: Config, path: Path, suite: str | None = None) -> Ingest:
+def load(cfg: Config | None, path: Path, suite: str | None = None) -> Ingest:
     """Read and convert one log (nothing written)."""
     data, log = read_log(path)
     ev = log.eval

@@ -9,11 +9,15 @@ the ``repeats`` answers, so every row is ``repeat`` 0 and the repeats' raw answe
 ``response.resps``. Each sample line is one (document, filter); its metrics become scorers
 named as lm-eval names them in the results file, ``<metric>,<filter>`` (``exact_match,strict``),
 so the headline ``results[task]["<metric>,<filter>"]`` sits beside our recomputation from the
-samples. A headline is compared only for a metric lm-eval aggregates by ``mean`` (the mean of
-the per-document values, which we recompute); other aggregations (corpus BLEU, F1, perplexity)
-are recorded, not compared. Documents the results file counts (``n-samples``) but the samples
-file lacks are ``error`` rows of kind ``missing``; documents left out by ``--limit`` are
-``error`` rows of kind ``limit``; a document without one numeric metric value is ``unscored``.
+samples. Every headline metric is carried with its aggregation (the task config's, else
+lm-eval's registered default); the imported suite re-derives the ones ``aggregations.py``
+knows (mean, f1, matthews_corrcoef, the perplexity family, ...) and labels the others
+(corpus BLEU, a task's own function) as reported, not re-derivable. Files are recognised by
+content (``sniff.py``): a renamed results file imports. Documents the results file counts
+(``n-samples``) but the samples file lacks are ``error`` rows of kind ``missing``; documents
+left out by ``--limit`` are ``error`` rows of kind ``limit``; a document a metric is listed
+for without its value is ``unscored`` (a corpus metric's value is a (reference, prediction)
+pair: the row is ``ok``).
 
 The field map (mapped, ignored) is in docs/imports.md.
 """
@@ -31,6 +35,7 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.imports import aggregations, sniff
 from sealedeval.imports import scores as score_values
 from sealedeval.imports.ingest import (
     Ingest,
@@ -38,7 +43,6 @@ from sealedeval.imports.ingest import (
     check_harness,
     engine_name,
     epoch_utc,
-    read_json,
     redact,
     request_key,
     seal_state,
@@ -53,7 +57,11 @@ HARNESS = "lm_eval"
 SUPPORTED_VERSIONS = ("0.4",)
 #: Keys of ``results[task]`` that are not ``<metric>,<filter>`` values.
 _NOT_METRICS = frozenset({"name", "alias", "sample_len", " ", ""})
-_RESULTS = re.compile(r"^results_(?P<ts>.+)\.json$")
+#: The run's time stamp at the end of a results file's name (``results_<ts>.json``, or a name
+#: its author chose that kept the stamp); the samples files written with it carry the same one.
+_STAMP = re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.json$")
+#: The name lm-eval gives a results file: one that does not parse is reported, not skipped.
+_RESULTS_NAME = re.compile(r"^results_.+\.json$")
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
 
@@ -65,50 +73,86 @@ class Run:
     samples: dict[str, Path]
 
 
+def _kind(p: Path) -> str | None:
+    return sniff.kind_of(p)
+
+
 def discover(paths: Sequence[Path]) -> list[Run]:
-    """The runs under the given directories / files. A samples file whose results file is not
-    beside it is an error: its headline, model and task config are in that file."""
+    """The runs under the given directories / files, recognised by content: a results file is
+    any JSON file that is lm-eval results, whatever its name; its samples files are the
+    ``samples_<task>_<ts>.jsonl`` beside it with its time stamp. A samples file whose results
+    file is not beside it is an error: its headline, model and task config are in that file."""
     results: set[Path] = set()
     samples: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            results |= {f for f in p.rglob("results_*.json") if _RESULTS.match(f.name)}
+            for f in p.rglob("*.json"):
+                kind = _kind(f)
+                if kind is None and _RESULTS_NAME.match(f.name):
+                    sniff.load_json(f, sniff.LM_EVAL_RESULTS)  # lm-eval's name, unreadable
+                if kind == sniff.LM_EVAL_V0:
+                    raise UserError(
+                        f"{f}: pre-0.4 lm-eval results (no lm_eval_version, configs or "
+                        "n-samples): this importer reads lm-eval 0.4.x output"
+                    )
+                if kind == sniff.LM_EVAL_RESULTS:
+                    results.add(f)
             samples |= {f for f in p.rglob("samples_*.jsonl") if _SAMPLES.match(f.name)}
-        elif _RESULTS.match(p.name) and p.is_file():
+            continue
+        kind = sniff.kind_of(p)
+        if kind == sniff.LM_EVAL_RESULTS:
             results.add(p)
             samples |= {f for f in p.parent.glob("samples_*.jsonl") if _stamp(f) == _stamp(p)}
-        elif _SAMPLES.match(p.name) and p.is_file():
+        elif kind == sniff.LM_EVAL_SAMPLES and _SAMPLES.match(p.name):
             samples.add(p)
-            r = p.parent / f"results_{_stamp(p)}.json"
-            if r.is_file():
-                results.add(r)
-        elif not p.exists():
-            raise UserError(f"{p}: no such file or directory")
-        else:
+            results |= {
+                f
+                for f in p.parent.glob("*.json")
+                if _stamp(f) == _stamp(p) and _kind(f) == sniff.LM_EVAL_RESULTS
+            }
+        elif kind == sniff.LM_EVAL_SAMPLES:
             raise UserError(
-                f"{p}: not lm-eval output (expected a directory, results_<time>.json or "
-                "samples_<task>_<time>.jsonl)"
+                f"{p}: lm-eval samples renamed (expected samples_<task>_<time>.jsonl: the task "
+                "and time in its name pair it with its results file)"
             )
-    runs: dict[Path, Run] = {r: Run(r, {}) for r in sorted(results)}
-    for s in sorted(samples):
-        r = s.parent / f"results_{_stamp(s)}.json"
-        if r not in runs:
+        elif kind == sniff.LM_EVAL_V0:
             raise UserError(
-                f"{s}: samples file without its results file ({r.name} is not beside it)"
+                f"{p}: pre-0.4 lm-eval results (no lm_eval_version, configs or n-samples): "
+                "this importer reads lm-eval 0.4.x output"
+            )
+        elif kind is not None:
+            raise UserError(f"{p}: not lm-eval output: looks like {kind}")
+        else:
+            sniff.load_json(p, sniff.LM_EVAL_RESULTS)  # empty, a zip, not JSON: its own line
+            raise UserError(
+                f"{p}: not lm-eval output (neither a results file with 'results' and "
+                "'configs' nor a samples_<task>_<time>.jsonl file)"
+            )
+    by_stamp: dict[tuple[Path, str], Path] = {}
+    runs: dict[Path, Run] = {}
+    for r in sorted(results):
+        runs[r] = Run(r, {})
+        by_stamp.setdefault((r.parent, _stamp(r)), r)
+    for s in sorted(samples):
+        r_found = by_stamp.get((s.parent, _stamp(s)))
+        if r_found is None:
+            raise UserError(
+                f"{s}: samples file without its results file (no lm-eval results file with "
+                f"time stamp {_stamp(s)} beside it)"
             )
         m = _SAMPLES.match(s.name)
         assert m is not None
-        runs[r].samples[m.group("task")] = s
+        runs[r_found].samples[m.group("task")] = s
     if not runs:
         raise UserError(
-            f"{', '.join(map(str, paths))}: no lm-eval results_*.json found "
+            f"{', '.join(map(str, paths))}: no lm-eval results file found "
             "(lm_eval --output_path DIR --log_samples writes them)"
         )
     return list(runs.values())
 
 
 def _stamp(p: Path) -> str:
-    m = _RESULTS.match(p.name) or _SAMPLES.match(p.name)
+    m = _SAMPLES.match(p.name) or _STAMP.search(p.name)
     return m.group("ts") if m else ""
 
 
@@ -117,7 +161,10 @@ def _version(path: Path, doc: Any) -> str:
         raise UserError(f"{path}: not an lm-eval results file (no 'results' object)")
     version = doc.get("lm_eval_version")
     if not isinstance(version, str) or not version:
-        raise UserError(f"{path}: no lm_eval_version (written by lm-eval older than 0.4.3?)")
+        raise UserError(
+            f"{path}: lm-eval results without lm_eval_version (written by lm-eval older "
+            "than 0.4.3, whose layout this importer does not read)"
+        )
     if ".".join(version.split(".")[:2]) not in SUPPORTED_VERSIONS:
         raise UserError(
             f"{path}: lm_eval_version {version} is not a format this importer reads "
@@ -185,13 +232,18 @@ def _text(resps: Any) -> str:
 
 
 def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
-    """metric → its aggregation from the task config (lm-eval's default for the built-in
-    metrics it names is ``mean``)."""
+    """metric → its aggregation from the task config (lm-eval's registered default for a
+    built-in metric the config names without one)."""
     out: dict[str, str] = {}
     for m in config.get("metric_list") or []:
         if isinstance(m, Mapping) and isinstance(m.get("metric"), str):
-            agg = m.get("aggregation", "mean")
-            out[m["metric"]] = agg if isinstance(agg, str) else "custom"
+            name = m["metric"]
+            agg = m.get("aggregation")
+            out[name] = (
+                aggregations.aggregation_name(agg)
+                if agg is not None
+                else aggregations.LM_EVAL_DEFAULT_AGGREGATION.get(name, "unknown")
+            )
     return out
 
 
@@ -204,7 +256,7 @@ def headline(results: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str,
         if key in _NOT_METRICS or "," not in key or "_stderr," in key:
             continue
         metric, filt = key.split(",", 1)
-        agg = aggs.get(metric, "mean")
+        agg = aggs.get(metric) or aggregations.LM_EVAL_DEFAULT_AGGREGATION.get(metric, "mean")
         num = score_values.to_float(value)
         reported = {"accuracy": num} if agg == "mean" and num is not None else {metric: value}
         out[key] = {
@@ -360,7 +412,9 @@ def _row(
                 "edited": False,
             }
     first = lines[0]
-    numeric = any(score_values.to_float(s["value"]) is not None for s in scores.values())
+    # a corpus-level metric's per-sample value is a (reference, prediction) pair, not a
+    # number: a document is scored when every metric lm-eval listed for it has its value
+    numeric = bool(scores) and all(s["value"] is not None for s in scores.values())
     return raw_row(
         **common,
         request_key=request_key(HARNESS, task, str(doc_id), 1, model),
@@ -383,7 +437,7 @@ def _row(
         output_text=_text(first.get("resps")),
         status="ok" if numeric else "error",
         error_kind="" if numeric else "unscored",
-        error_message="" if numeric else "no numeric metric value in the sample lines",
+        error_message="" if numeric else "a metric listed without its value in the sample lines",
     )
 
 
@@ -407,14 +461,14 @@ def pair_sha256(results_sha: str, samples_sha: str) -> str:
 
 
 def load(
-    cfg: Config, paths: Sequence[Path], suite: str | None = None, tasks: Iterable[str] = ()
+    cfg: Config | None, paths: Sequence[Path], suite: str | None = None, tasks: Iterable[str] = ()
 ) -> list[Ingest]:
     """Read and convert every (results file, task) under ``paths`` (nothing written)."""
     wanted = set(tasks)
     found: set[str] = set()
     out: list[Ingest] = []
     for run in discover(paths):
-        rdata, doc = read_json(run.results)
+        rdata, doc = sniff.load_json(run.results, sniff.LM_EVAL_RESULTS)
         version = _version(run.results, doc)
         names = [t for t in _tasks(doc) if not wanted or t in wanted]
         if suite and len(names) > 1:
@@ -436,8 +490,10 @@ def load(
             spath = run.samples.get(task)
             if spath is None:
                 raise UserError(
-                    f"{run.results}: no samples_{task}_{_stamp(run.results)}.jsonl beside it "
-                    "(run lm_eval with --log_samples)"
+                    f"{run.results}: task {task} has no per-sample records (no "
+                    f"samples_{task}_{_stamp(run.results)}.jsonl beside it; lm_eval "
+                    "--log_samples writes them): its headline cannot be re-derived, so it is "
+                    "not imported (pick the tasks that have samples with --task)"
                 )
             sdata, lines = read_samples(spath)
             ssha = hashlib.sha256(sdata).hexdigest()

@@ -55,21 +55,48 @@ def render(name: str, section: Mapping[str, Any]) -> str:
                 + (f" ({e['reason']})" if e.get("reason") else "")
             )
         out.append("")
+    for eng, e in sorted((an.get("engines") or {}).items()):
+        for sha, status in sorted((e.get("log_status") or {}).items()):
+            if status and status != "success":
+                out.append(
+                    f"**{eng}: log {sha[:12]} has status {status}** (the harness did not "
+                    "finish it: samples it lacks are error rows, counted below)."
+                )
+        if e.get("limits_hit"):
+            out.append(
+                f"**{eng}: {e['limits_hit']} sample(s) hit a limit** (message, token, time...): "
+                "error rows, not model failures."
+            )
+    if any(
+        (s and s != "success") or e.get("limits_hit")
+        for e in (an.get("engines") or {}).values()
+        for s in [*(e.get("log_status") or {}).values(), ""]
+    ):
+        out.append("")
     rows = [
         [
             eng,
             h["scorer"],
+            str(h.get("metric", "accuracy")),
             h["log"][:12],
-            num(h["harness"]),
-            num(h["ours"]),
-            "same" if h["match"] else "**DIFFERS**",
+            _value(h["harness"]),
+            _value(h["ours"]),
+            {True: "same", False: "**DIFFERS**"}.get(h["match"], "reported only"),
         ]
         for eng, e in sorted((an.get("engines") or {}).items())
         for h in e.get("headline") or []
     ]
     if rows:
-        out.append(table(["engine", "scorer", "log", f"{harness} accuracy", "ours", "check"], rows))
+        out.append(table(["engine", "scorer", "metric", "log", harness, "ours", "check"], rows))
         out.append("")
+    notes = [
+        f"- {eng}/{h['scorer']} {h.get('metric')}: {h['how']}"
+        for eng, e in sorted((an.get("engines") or {}).items())
+        for h in e.get("headline") or []
+        if h.get("match") is None and h.get("how")
+    ]
+    if notes:
+        out += [*notes, ""]
     for eng, e in sorted((an.get("engines") or {}).items()):
         for h in e.get("headline") or []:
             c = h.get("counts")
@@ -115,6 +142,16 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _value(v: Any) -> str:
+    """A headline number, or what the harness wrote when it is not one (``N/A``); ``-`` for
+    a value we could not re-derive."""
+    if v is None:
+        return "-"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return num(float(v))
+    return str(v)
 
 
 def _counts(c: Mapping[str, Any]) -> str:

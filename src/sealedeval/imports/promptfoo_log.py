@@ -32,6 +32,7 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.imports import sniff
 from sealedeval.imports.ingest import (
     Ingest,
     Seal,
@@ -39,7 +40,6 @@ from sealedeval.imports.ingest import (
     engine_name,
     epoch_utc,
     iso_utc,
-    read_json,
     redact,
     request_key,
     seal_state,
@@ -57,9 +57,11 @@ FAILURE_ERROR = 2
 
 def _check(path: Path, doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
-        raise UserError(f"{path}: not a promptfoo output file (no 'results' object)")
+        raise UserError(f"{path}: not a promptfoo export (no 'results' object)")
     summary: dict[str, Any] = doc["results"]
     version = summary.get("version")
+    if version is None:
+        raise UserError(f"{path}: not a promptfoo export ('results' has no version)")
     if version not in SUPPORTED_VERSIONS:
         raise UserError(
             f"{path}: promptfoo results version {version!r} is not a format this importer "
@@ -309,11 +311,9 @@ def convert(
     return rows
 
 
-def load(cfg: Config, path: Path, suite: str | None = None) -> list[Ingest]:
+def load(cfg: Config | None, path: Path, suite: str | None = None) -> list[Ingest]:
     """Read and convert one results file: one ingest per provider (nothing written)."""
-    if path.suffix != ".json":
-        raise UserError(f"{path}: not a promptfoo JSON output (promptfoo eval -o results.json)")
-    data, doc = read_json(path)
+    data, doc = sniff.load_json(path, sniff.PROMPTFOO)
     summary = _check(path, doc)
     digest = hashlib.sha256(data).hexdigest()
     config = doc.get("config") or {}

@@ -27,7 +27,7 @@ from sealedeval.canonical import dumps
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.imports import scores
+from sealedeval.imports import aggregations, scores
 from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
@@ -47,6 +47,7 @@ SEALED_KEYS = (
 SOURCES = (
     "pkg:sealedeval/imports/suite.py",
     "pkg:sealedeval/imports/scores.py",
+    "pkg:sealedeval/imports/aggregations.py",
     "pkg:sealedeval/imports/config.schema.yaml",
 )
 GRADER_VERSION = "1"
@@ -87,6 +88,55 @@ def _scored_mean(rows: Sequence[Row], name: str) -> float | None:
             values[str(r["item_id"])].append(num)
     means = [sum(v) / len(v) for v in values.values()]
     return sum(means) / len(means) if means else None
+
+
+def _sample_means(rows: Sequence[Row], name: str) -> list[float]:
+    """Per sample (sorted by id), the epoch mean of scorer ``name``'s numeric values: the
+    values Inspect's metrics run over (its default epoch reducer is the mean)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        sc = (_response(r).get("scores") or {}).get(name)
+        num = scores.to_float(sc.get("value")) if isinstance(sc, Mapping) else None
+        if num is not None and not math.isnan(num):
+            values[str(r["item_id"])].append(num)
+    return [sum(values[i]) / len(values[i]) for i in sorted(values)]
+
+
+def _sample_values(rows: Sequence[Row], name: str) -> list[Any]:
+    """Per sample (sorted by id), scorer ``name``'s raw value: what a corpus-level
+    aggregation (lm-eval's f1, matthews_corrcoef, ...) runs over."""
+    out: dict[str, Any] = {}
+    for r in rows:
+        sc = (_response(r).get("scores") or {}).get(name)
+        if isinstance(sc, Mapping) and sc.get("value") is not None:
+            out.setdefault(str(r["item_id"]), sc["value"])
+    return [out[i] for i in sorted(out)]
+
+
+def rederive(
+    rows: Sequence[Row], name: str, metric_name: str, head: Mapping[str, Any]
+) -> tuple[float | None, str]:
+    """A harness metric recomputed from the samples, and how; (None, why) when it cannot be.
+    lm-eval headlines name their aggregation; Inspect's metric is named by itself."""
+    agg = head.get("aggregation")
+    if agg is not None:
+        if agg == "mean":
+            return _scored_mean(rows, name), "mean over documents"
+        fn = aggregations.LM_EVAL.get(str(agg))
+        value = fn(_sample_values(rows, name)) if fn is not None else None
+        if value is None:
+            return None, (
+                f"reported by the harness, not re-derivable from the samples (aggregation {agg})"
+            )
+        return value, f"lm-eval aggregation {agg} over the documents' values"
+    ifn = aggregations.INSPECT.get(metric_name)
+    value = ifn(_sample_means(rows, name)) if ifn is not None else None
+    if value is None:
+        return None, (
+            "reported by the harness, not re-derivable from the samples "
+            f"(aggregation {metric_name})"
+        )
+    return value, f"Inspect {metric_name} over the samples' values"
 
 
 def _pre_registration(rows: Sequence[Row]) -> dict[str, Any]:
@@ -335,11 +385,15 @@ class ImportedSuite:
                 )
         label = self.harness_label(rows)
         mismatches = [
-            f"{eng}/{m['scorer']}: ours {m['ours']} vs {label} {m['harness']} "
-            f"(log {m['log'][:12]})" + _counts_note(m)
+            f"{eng}/{m['scorer']}"
+            + (f" {m['metric']}" if m.get("metric", "accuracy") != "accuracy" else "")
+            + f": ours {m['ours']} vs {label} {m['harness']} "
+            f"(log {m['log'][:12]})"
+            + _counts_note(m)
+            + (f"; {m['trimmed']}" if m.get("trimmed") else "")
             for eng, e in engines.items()
             for m in e["headline"]
-            if not m["match"]
+            if m["match"] is False
         ]
         return {
             "harness": label,
@@ -398,20 +452,30 @@ class ImportedSuite:
             reduced = {i: reduce_outcomes(v, self.reduce) for i, v in verdicts.items()}
             k, n = sum(reduced.values()), len(reduced)
             g0 = {"engine": eng, "scorer": name}
-            metrics.append(rate_metric("accuracy", g0, k, n, n_error=len(errored), unit="sample"))
-            metrics.append(
-                metric(
-                    "mean_score",
-                    g0,
-                    ours,
-                    None,
-                    None,
-                    method="none (harness's estimator: mean over samples of the epoch mean)",
-                    n_total=n + len(errored),
-                    n_ok=n,
-                    n_error=len(errored),
-                    unit="sample",
+            # a corpus-level metric (lm-eval's f1, bleu, ...): every sample has a value, none
+            # a number; its only number is the corpus one, compared below, never an error rate
+            corpus = not ok and any(g["status"] == "ok" for g in mine)
+            if not corpus:
+                metrics.append(
+                    rate_metric("accuracy", g0, k, n, n_error=len(errored), unit="sample")
                 )
+            metrics += (
+                []
+                if corpus
+                else [
+                    metric(
+                        "mean_score",
+                        g0,
+                        ours,
+                        None,
+                        None,
+                        method="none (harness's estimator: mean over samples of the epoch mean)",
+                        n_total=n + len(errored),
+                        n_ok=n,
+                        n_error=len(errored),
+                        unit="sample",
+                    )
+                ]
             )
             epochs = max((len(v) for v in verdicts.values()), default=0)
             passk = {}
@@ -435,7 +499,8 @@ class ImportedSuite:
                         )
                     )
             per_scorer[name] = {
-                "accuracy": rate(k, n),
+                "corpus_level": corpus,
+                "accuracy": None if corpus else rate(k, n),
                 "mean_score": ours,
                 "samples": n,
                 "samples_error": len(errored),
@@ -447,6 +512,14 @@ class ImportedSuite:
                 outcomes = dict(verdicts)
             for h in harness:
                 head = h["headline"].get(name) or {}
+                for mname, value in sorted((head.get("metrics") or {}).items()):
+                    if mname == "accuracy" or value is None:
+                        continue
+                    _, entry_o, m_o = self._other_metric(
+                        rows, name, mname, value, head, h["log_sha256"], g0
+                    )
+                    headline.append(entry_o)
+                    metrics += m_o
                 reported = head.get("metrics", {}).get("accuracy")
                 if reported is None:
                     continue
@@ -459,6 +532,7 @@ class ImportedSuite:
                 )
                 entry_h = {
                     "scorer": name,
+                    "metric": "accuracy",
                     "ours": theirs_way,
                     "harness": reported,
                     "match": same,
@@ -466,6 +540,12 @@ class ImportedSuite:
                 }
                 if theirs_way != ours:
                     entry_h["ours_excluding_errors"] = ours
+                scored = head.get("scored_samples")
+                held = len({str(r["item_id"]) for r in rows})
+                if isinstance(scored, int) and scored > held:
+                    entry_h["trimmed"] = (
+                        f"the log holds {held} of the {scored} samples its headline scored"
+                    )
                 if isinstance(head.get("counts"), Mapping):
                     # a harness that reports counts per run (promptfoo): its rate is pooled
                     # over the runs (repeats included), and passed / failed / errored runs
@@ -496,6 +576,23 @@ class ImportedSuite:
                         unit="sample",
                     )
                 )
+        graded_names = {str(g["grader"]) for g in graded}
+        for h in harness:
+            for name, head in sorted((h["headline"] or {}).items()):
+                if name in graded_names:
+                    continue
+                # the log reports a scorer no sample of it holds (its scored samples were
+                # trimmed away, or all errored): carried as reported, labelled so
+                g_h = {"engine": eng, "scorer": name}
+                for mname, value in sorted((head.get("metrics") or {}).items()):
+                    if value is not None:
+                        _, entry_o, m_o = self._other_metric(
+                            rows, name, mname, value, head, h["log_sha256"], g_h
+                        )
+                        headline.append(entry_o)
+                        metrics += m_o
+        # per scorer, accuracy first, then its other metrics by name (stable: logs keep order)
+        headline.sort(key=lambda e: (str(e["scorer"]), e.get("metric", "accuracy") != "accuracy"))
         g_primary = {"engine": eng, "scorer": primary}
         solved = {i: reduce_outcomes(v, self.reduce) for i, v in outcomes.items()}
         n_solved = sum(solved.values())
@@ -511,7 +608,13 @@ class ImportedSuite:
             "cost_per_solved_usd": cost / n_solved if n_solved else None,
             "latency_per_solved_s": latency / n_solved if n_solved else None,
         }
-        for key, unit in (("cost_per_solved_usd", "USD"), ("latency_per_solved_s", "s")):
+        # a corpus-level primary scorer solves no single sample: no per-solved cost
+        corpus_primary = bool((per_scorer.get(primary) or {}).get("corpus_level"))
+        for key, unit in (
+            (("cost_per_solved_usd", "USD"), ("latency_per_solved_s", "s"))
+            if not corpus_primary
+            else ()
+        ):
             metrics.append(
                 point_metric(
                     key.removesuffix("_usd").removesuffix("_s"),
@@ -544,6 +647,12 @@ class ImportedSuite:
             "model": str(rows[0]["model"]) if rows else "",
             "harness_version": sorted({str(r["harness_version"]) for r in rows}),
             "logs": [h["log_sha256"] for h in harness],
+            # the harness's own run status (Inspect: success, cancelled, error, started) and
+            # the samples that hit a limit: a cancelled run's missing samples are error rows
+            "log_status": {
+                h["log_sha256"]: h.get("status", "") for h in harness if h.get("status")
+            },
+            "limits_hit": sum(1 for r in rows if str(r["error_kind"]).startswith("limit")),
             "scorers": per_scorer,
             "headline": headline,
             "per_solved": per_solved,
@@ -551,6 +660,73 @@ class ImportedSuite:
             **status_counts(rows),
         }
         return entry, metrics, outcomes
+
+    def _other_metric(
+        self,
+        rows: Sequence[Row],
+        name: str,
+        mname: str,
+        value: Any,
+        head: Mapping[str, Any],
+        log: str,
+        g0: Mapping[str, Any],
+    ) -> tuple[float | None, dict[str, Any], list[Metric]]:
+        """A headline metric other than accuracy (Inspect's ``mean``/``stderr``/..., an
+        lm-eval corpus aggregation): re-derived and compared where the samples allow, else
+        carried as the harness reported it and labelled so — never an error."""
+        reported = scores.to_float(value)
+        ours, how = rederive(rows, name, mname, head)
+        if not _sample_values(rows, name):
+            ours, how = None, "reported by the harness; no sample in the log holds this score"
+        same: bool | None = None
+        if ours is not None and reported is not None:
+            same = abs(reported - ours) <= self.tolerance * max(1.0, abs(reported))
+        entry = {
+            "scorer": name,
+            "metric": mname,
+            "ours": ours,
+            "harness": reported if reported is not None else value,
+            "match": same,
+            "log": log,
+            "how": how,
+        }
+        scored = head.get("scored_samples")
+        held = len({str(r["item_id"]) for r in rows})
+        if isinstance(scored, int) and scored > held:
+            entry["trimmed"] = f"the log holds {held} of the {scored} samples its headline scored"
+        out: list[Metric] = []
+        n = len(_sample_values(rows, name))
+        if reported is not None:
+            out.append(
+                metric(
+                    f"harness_{mname}",
+                    dict(g0) | {"log": log[:12]},
+                    reported,
+                    None,
+                    None,
+                    method="reported by the harness",
+                    n_total=n,
+                    n_ok=n,
+                    n_error=0,
+                    unit="sample",
+                )
+            )
+        if ours is not None:
+            out.append(
+                metric(
+                    mname,
+                    dict(g0) | {"log": log[:12]},
+                    ours,
+                    None,
+                    None,
+                    method=f"re-derived: {how}",
+                    n_total=n,
+                    n_ok=n,
+                    n_error=0,
+                    unit="sample",
+                )
+            )
+        return ours, entry, out
 
     def _clustered(self, rows: Sequence[Row], solved: Mapping[str, bool]) -> dict[str, Any] | None:
         """Accuracy with a cluster-robust interval by the sample field ``cluster_by`` names (a
@@ -620,7 +796,11 @@ def _headlines(rows: Sequence[Row]) -> dict[str, list[dict[str, Any]]]:
         p = _params(r)
         sha = str(p.get("log_sha256", ""))
         if sha and sha not in out[str(r["engine"])]:
-            out[str(r["engine"])][sha] = {"log_sha256": sha, "headline": p.get("headline") or {}}
+            out[str(r["engine"])][sha] = {
+                "log_sha256": sha,
+                "headline": p.get("headline") or {},
+                "status": str(p.get("log_status") or ""),
+            }
     return {e: [v[k] for k in sorted(v)] for e, v in out.items()}
 
 
