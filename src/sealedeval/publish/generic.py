@@ -16,7 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
-from sealedeval.render.metrics import completeness_table, groups_label, metric_table
+from sealedeval.render.metrics import (
+    added_engines,
+    completeness_table,
+    groups_label,
+    metric_table,
+)
 
 Section = Mapping[str, Any]
 
@@ -28,15 +33,16 @@ def _metrics(section: Section) -> list[Mapping[str, Any]]:
 def report_section(name: str, section: Section) -> str:
     """The suite's section of report.md: completeness, then one row per metric."""
     out = [f"## {name}", ""]
+    added = added_engines(section)
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
-        out.append(completeness_table(counts))
+        out.append(completeness_table(counts, added))
         out.append("")
     metrics = _metrics(section)
     if not metrics:
         out += ["No metrics were reported by this suite's analysis.", ""]
         return "\n".join(out)
-    out.append(metric_table(metrics))
+    out.append(metric_table(metrics, added))
     out += [
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
@@ -53,18 +59,23 @@ def _slug(text: str) -> str:
 def figure_specs(name: str, section: Section) -> list[FigureSpec]:
     """One figure per metric name: each group's estimate with its interval (n/a where none)."""
     by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    added = added_engines(section)
     for m in _metrics(section):
         by_metric.setdefault(str(m["metric"]), []).append(m)
     out = []
     for metric_name, ms in by_metric.items():
 
-        def draw(ms: Sequence[Mapping[str, Any]] = ms, title: str = metric_name) -> Any:
+        def draw(
+            ms: Sequence[Mapping[str, Any]] = ms,
+            title: str = metric_name,
+            added: frozenset[str] = added,
+        ) -> Any:
             fig = new_figure(6.4, max(2.4, 0.4 * len(ms) + 1.2))
             ax = fig.add_subplot()
             if not ms:
                 no_data(ax, "no data")
                 return fig
-            labels = [groups_label(m) for m in ms]
+            labels = [groups_label(m, added) for m in ms]
             values = [point(m["estimate"], m["lo"], m["hi"]) for m in ms]
             interval_bars(ax, labels, [(title, values)], horizontal=True)
             ax.set_title(f"{name}: {title}", fontsize="medium")

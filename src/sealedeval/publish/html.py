@@ -39,6 +39,7 @@ from sealedeval.canonical import compact
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic, summary
+from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 from sealedeval.stages.grade import BASE_COLUMNS
 
 REPORT_HTML = Path("results/report.html")
@@ -366,9 +367,13 @@ def read_samples(root: Path, result: Mapping[str, Any]) -> list[dict[str, Any]]:
     from sealedeval.store.raw import latest_records, raw_files
 
     out: list[dict[str, Any]] = []
-    for name in result.get("suites", {}):
+    for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
-        out += suite_samples(name, latest_records(raw_files(root, name)), graded)
+        samples = suite_samples(name, latest_records(raw_files(root, name)), graded)
+        added = added_engines(section)
+        for s in samples:  # an engine added after the seal is labelled in the sample view too
+            s["engine"] = engine_label(s["engine"], s["engine"] in added)
+        out += samples
     return out
 
 
@@ -627,8 +632,10 @@ def _summary_html(result: Mapping[str, Any]) -> list[str]:
 
 
 def _engines_html(result: Mapping[str, Any]) -> list[str]:
+    late = added_in_any(result)
     rows = "".join(
-        f"<tr><td>{_e(k)}</td><td>{_e(e.get('kind', ''))}</td><td>{_e(e.get('model', ''))}</td>"
+        f"<tr><td>{_e(engine_label(k, k in late))}</td><td>{_e(e.get('kind', ''))}</td>"
+        f"<td>{_e(e.get('model', ''))}</td>"
         f"<td>${_e(e.get('price_in_per_mtok', 0))} / ${_e(e.get('price_out_per_mtok', 0))}</td>"
         "</tr>"
         for k, e in result.get("engines", {}).items()

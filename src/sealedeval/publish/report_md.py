@@ -15,6 +15,7 @@ from sealedeval.publish import generic
 from sealedeval.publish.figures import specs, stem
 from sealedeval.render.figures import FigureSpec
 from sealedeval.render.md import table
+from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 
 
 def section_markdown(name: str, section: Mapping[str, Any]) -> str:
@@ -63,11 +64,12 @@ def render_report(result: Mapping[str, Any]) -> str:
     rows = []
     for name, s in result["suites"].items():
         seal = s["seal"]
+        added = added_engines(s)
         for eng, c in seal["counts"].items():
             rows.append(
                 [
                     name,
-                    eng,
+                    engine_label(eng, eng in added),
                     seal["status"],
                     ", ".join(x[:12] for x in seal["seal_commits"]) or "-",
                     c["requests"],
@@ -106,12 +108,13 @@ def render_report(result: Mapping[str, Any]) -> str:
         out += [section_markdown(name, s), ""]
         out += figure_refs(name, [f for suite, f in figs if suite == name], number)
     out += ["## Engines", ""]
+    late = added_in_any(result)
     out.append(
         table(
             ["engine", "kind", "model", "price in/out per Mtok"],
             [
                 [
-                    k,
+                    engine_label(k, k in late),
                     e.get("kind", ""),
                     e.get("model", ""),
                     f"${e.get('price_in_per_mtok', 0)} / ${e.get('price_out_per_mtok', 0)}",

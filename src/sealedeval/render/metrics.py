@@ -6,7 +6,7 @@ Publish's generic section uses it for a suite with no presentation of its own; a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.md import num, table
@@ -24,9 +24,40 @@ HEADER = (
 )
 
 
-def groups_label(m: Mapping[str, Any]) -> str:
+ADDED_LABEL = "added after the seal"
+"""How an engine the sealed design does not name is labelled wherever a report names it."""
+ENGINE_KEYS = frozenset({"engine", "a", "b"})
+"""Group keys whose value is an engine name (a comparison's two sides included)."""
+
+
+def engine_label(engine: str, added: bool) -> str:
+    """``local2 (added after the seal)`` for an engine added after the seal, else the name."""
+    return f"{engine} ({ADDED_LABEL})" if added else engine
+
+
+def added_engines(section: Mapping[str, Any]) -> frozenset[str]:
+    """A result.json suite section's engines added after the seal (``design.added_after_seal``);
+    none when no design was sealed for the profile (then nothing was, and the status says so)."""
+    d = section.get("design") or {}
+    if d.get("status") == "design not sealed":
+        return frozenset()
+    return frozenset(str(e) for e in d.get("added_after_seal") or ())
+
+
+def added_in_any(result: Mapping[str, Any]) -> frozenset[str]:
+    """The engines added after the seal of any suite of a result (for its engines table)."""
+    return frozenset(e for sec in (result.get("suites") or {}).values() for e in added_engines(sec))
+
+
+def groups_label(m: Mapping[str, Any], added: Collection[str] = ()) -> str:
     g = m.get("groups") or {}
-    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
+    return (
+        ", ".join(
+            f"{k}={engine_label(str(v), k in ENGINE_KEYS and str(v) in added)}"
+            for k, v in g.items()
+        )
+        or "(all)"
+    )
 
 
 def interval_label(m: Mapping[str, Any]) -> str:
@@ -35,13 +66,14 @@ def interval_label(m: Mapping[str, Any]) -> str:
     return f"[{num(m['lo'])}, {num(m['hi'])}]"
 
 
-def metric_table(metrics: Sequence[Mapping[str, Any]]) -> str:
+def metric_table(metrics: Sequence[Mapping[str, Any]], added: Collection[str] = ()) -> str:
+    """Every metric with its groups (``added``: engines labelled as added after the seal)."""
     return table(
         list(HEADER),
         [
             [
                 m["metric"],
-                groups_label(m),
+                groups_label(m, added),
                 num(m["estimate"]),
                 interval_label(m),
                 m["method"],
@@ -55,13 +87,13 @@ def metric_table(metrics: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def completeness_table(counts: Mapping[str, Mapping[str, Any]]) -> str:
+def completeness_table(counts: Mapping[str, Mapping[str, Any]], added: Collection[str] = ()) -> str:
     """Per engine: requests, ok, error, missing and whether the run is complete."""
     return table(
         ["engine", "requests", "ok", "error", "missing", "state"],
         [
             [
-                e,
+                engine_label(e, e in added),
                 c["requests"],
                 c["ok"],
                 c["error"],

@@ -234,6 +234,34 @@ def describe(entry: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+EXPLORATORY_FAMILY = "exploratory"
+"""The comparison family of every pair the sealed design does not hold (a pair with an engine
+added after the seal): Holm-adjusted on its own, so the pre-registered family keeps the size
+it was sealed with."""
+
+
+def sealed_suite_design(cfg: Config, suite: str) -> dict[str, Any] | None:
+    """The suite's design as sealed for this profile, or None (no lock, or none sealed)."""
+    from sealedeval.seal import lock
+
+    if not (cfg.root / lock.LOCK_NAME).exists():
+        return None
+    entry = sealed_design(lock.read(cfg.root), cfg.sources)
+    found = (entry or {}).get("suites", {}).get(suite) if entry else None
+    return dict(found) if found is not None else None
+
+
+def sealed_pairs(cfg: Config, suite: str) -> frozenset[tuple[str, str]] | None:
+    """The engine pairs (each sorted) the suite's sealed design pre-registers: the
+    confirmatory family. None when no design is sealed for this profile (then no pair is)."""
+    d = sealed_suite_design(cfg, suite)
+    if d is None:
+        return None
+    return frozenset(
+        (min(str(a), str(b)), max(str(a), str(b))) for a, b in d.get("comparisons") or []
+    )
+
+
 def run_status(cfg: Config, suite: str, engine: str) -> str:
     """How a run about to start stands to the sealed design (recorded in its ledger entry, and
     said on the terminal when it is anything but ``sealed``)."""
