@@ -37,9 +37,9 @@ def _lock(project) -> dict:
     return json.loads((project.root / "rubric.lock").read_text(encoding="utf-8"))
 
 
-def _rebuild(project, *run_args: str) -> None:
+def _rebuild(project, *run_args: str, not_as_sealed: str = "") -> None:
     assert project.run(*run_args) == 0
-    project.publish()
+    project.publish(not_as_sealed=not_as_sealed)
 
 
 def test_seal_writes_the_design_of_each_profile_and_keeps_the_others(sealed):
@@ -81,7 +81,9 @@ def test_a_sealed_engine_never_run_fails_with_its_comparison(sealed):
     sealed.seal(TINY)
     sealed.commit("Design: golden on reference and naive, compared", TINY, "rubric.lock")
     # only the engine that suits the author is run: no ledger entry knows of the other
-    _rebuild(sealed, "--engine", "reference")
+    _rebuild(
+        sealed, "--engine", "reference", not_as_sealed="golden/naive: sealed engine has no rows"
+    )
     a = sealed.audit()
     assert a.rc == 1, a
     assert a.status("design as sealed") == "FAIL", a
@@ -124,7 +126,7 @@ def test_a_sealed_engine_pointed_at_another_model_fails(sealed):
     doc["engines"]["reference"]["model"] = "another-model"
     cfg.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     sealed.commit("Config: reference answers as another model", "config")
-    _rebuild(sealed)
+    _rebuild(sealed, not_as_sealed="golden/reference: sealed engine answered by another model")
     a = sealed.audit()
     assert a.status("design as sealed") == "FAIL", a
     assert "golden/reference: sealed engine answered by another model" in a.detail(
