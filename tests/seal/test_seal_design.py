@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -106,6 +107,8 @@ def test_the_full_sealed_design_passes_and_compares(sealed):
 
 
 def test_an_engine_added_after_the_seal_is_allowed_and_labelled(sealed):
+    built = json.loads(sealed.result_path.read_text(encoding="utf-8"))["suites"]["golden"]
+    before = {r["family"]: r["family_size"] for _, r in _records(built["analysis"])}
     _edit_tiny(sealed, _two_engines)  # the config changes, the lock does not
     sealed.commit("Config: try naive too", TINY)
     rc, out, _ = sealed.cli("run", "golden", "-c", TINY, "--no-progress", "--engine", "naive")
@@ -118,6 +121,26 @@ def test_an_engine_added_after_the_seal_is_allowed_and_labelled(sealed):
     assert result["suites"]["golden"]["design"]["added_after_seal"] == ["naive"]
     entry = [json.loads(x) for x in (sealed.root / "ledger.jsonl").read_text().splitlines()][-1]
     assert entry["engine"] == "naive" and entry["design"] == "added after the seal"
+    # labelled where the report names it, and its comparisons out of the sealed families
+    report = sealed.report_path.read_text(encoding="utf-8")
+    assert "naive (added after the seal)" in report
+    assert "Engines added after the seal: naive" in report
+    after = _records(result["suites"]["golden"]["analysis"])
+    late = {(r["family"], r["name"]) for path, r in after if "naive" in path}
+    assert late and all(f.startswith("exploratory: ") for f, _ in late), late
+    sealed_sizes = {r["family"]: r["family_size"] for _, r in after}
+    assert before == {f: n for f, n in sealed_sizes.items() if not f.startswith("exploratory")}
+
+
+def _records(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every comparison record (``stats.comparisons``) under ``node`` with the path to it."""
+    if isinstance(node, dict):
+        if {"family", "family_size", "p_adj", "a", "b"} <= set(node):
+            return [(path + f"/{node['a']}/{node['b']}", node)]
+        return [x for k, v in node.items() for x in _records(v, f"{path}/{k}")]
+    if isinstance(node, list):
+        return [x for i, v in enumerate(node) for x in _records(v, f"{path}/{i}")]
+    return []
 
 
 def test_a_sealed_engine_pointed_at_another_model_fails(sealed):

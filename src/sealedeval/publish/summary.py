@@ -26,6 +26,7 @@ from typing import Any
 from sealedeval.plugins import presentation_hook
 from sealedeval.render.md import num
 from sealedeval.render.metrics import ADDED_LABEL, added_engines, engine_label
+from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.seal.standing import NOT_AS_SEALED
 
 ALPHA = 0.05
@@ -385,14 +386,9 @@ def hints(name: str, section: Mapping[str, Any]) -> Mapping[str, Any]:
     return default_hints(section)
 
 
-EXPLORATORY_FAMILY = "exploratory"
-"""The family a suite's analysis puts comparisons with an engine added after the seal in
-(``plugins``' contract; the ``tasks`` kind does): Holm-adjusted on their own."""
-
-
 def _exploratory(hint: Mapping[str, Any], added: Collection[str]) -> bool:
     rec = hint.get("paired")
-    if isinstance(rec, Mapping) and rec.get("family") == EXPLORATORY_FAMILY:
+    if isinstance(rec, Mapping) and str(rec.get("family")).startswith(EXPLORATORY_FAMILY):
         return True
     return str(hint.get("a")) in added or str(hint.get("b")) in added
 
