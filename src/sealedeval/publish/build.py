@@ -167,7 +167,10 @@ def assemble(
         }
         for eng, ident in doc["engines"].items():
             identities.setdefault(eng, ident)
-    deviations += standing.part_deviations(cfg.root, lock_doc)
+    parts = manifest(cfg.root)
+    deviations += standing.part_deviations(
+        cfg.root, lock_doc, {m["path"]: m["sha256"] for m in parts}
+    )
     status = standing.overall_status([s["seal"]["status"] for s in suites.values()], deviations)
     result = {
         "format": "sealedeval.result/1",
@@ -179,7 +182,7 @@ def assemble(
         "versions": dict(environment) if environment is not None else versions(),
         "suite_sources": {n: dict(d.get("suite") or {}) for n, d in docs.items()},
         "engines": {k: json.loads(v) for k, v in sorted(identities.items())},
-        "manifest": manifest(cfg.root),
+        "manifest": parts,
         "suites": suites,
     }
     text = dumps(result)

@@ -75,36 +75,43 @@ def counted(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     ]
 
 
-def part_deviations(root: Path, lock_doc: Mapping[str, Any]) -> list[str]:
+def part_deviations(
+    root: Path, lock_doc: Mapping[str, Any], present: Mapping[str, str] | None = None
+) -> list[str]:
     """Ledgered parts of runs under the current seal that are missing or changed, and present
     parts no ledgered run wrote (the audit's "ledgered parts" check, stated before publishing).
+    ``present``: path → sha256 of every raw part (the manifest's; hashed here when not given).
     Empty without a ledger: a project that never ledgered is judged by the audit alone."""
-    entries = [e for e in ledger.read(root) if str(e.get("kind", "run")) not in PILOT_KINDS]
+    every_entry = ledger.read(root)
+    entries = [e for e in every_entry if str(e.get("kind", "run")) not in PILOT_KINDS]
     if not entries:
         return []
+    if present is None:
+        present = {f.relative_to(root).as_posix(): sha256_file(f) for f in raw_files(root)}
     current = {s: str(v.get("sha256")) for s, v in (lock_doc.get("suites") or {}).items()}
     listed: dict[str, tuple[str, bool, str]] = {}
-    every = {p["path"] for e in ledger.read(root) for p in e.get("parts") or []}
+    every = {str(p["path"]) for e in every_entry for p in e.get("parts") or []}
     for e in entries:
         now = current.get(str(e["suite"])) == e.get("rubric_sha256")
         for part in e.get("parts") or []:
             listed[str(part["path"])] = (str(part["sha256"]), now, f"{e['suite']}/{e['engine']}")
-    present = {f.relative_to(root).as_posix(): f for f in raw_files(root)}
     missing: dict[str, int] = defaultdict(int)
-    out: list[str] = []
+    changed: list[str] = []
     for path, (digest, now, who) in sorted(listed.items()):
-        f = present.get(path)
-        if f is None:
+        if path not in present:
             if now:
                 missing[who] += 1
-        elif sha256_file(f) != digest:
-            out.append(f"{path} differs from the ledger")
+        elif present[path] != digest:
+            changed.append(f"{path} differs from the ledger")
     out = [
         f"{who}: {n} ledgered raw part{'s' if n != 1 else ''} missing"
         for who, n in sorted(missing.items())
-    ] + out
-    out += [f"{p} was written by no ledgered run" for p in sorted(set(present) - every)]
-    return out
+    ]
+    return (
+        out
+        + changed
+        + [f"{p} was written by no ledgered run" for p in sorted(set(present) - every)]
+    )
 
 
 def design_deviations(name: str, section_design: Mapping[str, Any]) -> list[str]:
