@@ -261,7 +261,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     write_bytes_atomic(cfg.root / REPORT_PDF, pdf)
     print(f"wrote {REPORT_PDF}")
     for name, sec in result["suites"].items():
-        print(f"{name}: seal {sec['seal']['status']}")
+        ok = (sec.get("as_sealed") or {}).get("ok", True)
+        print(f"{name}: seal {sec['seal']['status']}" + ("" if ok else "; NOT AS SEALED"))
     if not result["as_sealed"]["ok"]:
         print(f"sealedeval: {result['status']}", file=sys.stderr)
         if not args.allow_incomplete:

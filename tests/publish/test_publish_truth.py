@@ -233,6 +233,10 @@ def test_missing_engine_is_not_as_sealed_and_exits_1(tmp_path: Path, fake: FakeO
     assert "bad no rows (sealed engine missing: NOT AS SEALED)" in summary
     assert "(complete)" in summary  # good's own run is complete ...
     assert "Status: **pre-registered**" not in summary  # ... but the result is not
+    assert "Seal: **NOT AS SEALED** (its runs: pre-registered)" in summary
+    assert "pre-registered**" not in summary
+    assert "arith: seal pre-registered; NOT AS SEALED" in proc.stdout
+    assert res["suites"]["arith"]["as_sealed"]["deviations"] == devs
     html = (root / "results/report.html").read_text(encoding="utf-8")
     assert "NOT AS SEALED" in html
     from pypdf import PdfReader

@@ -91,7 +91,7 @@ def test_summary_lines_state_the_standing_first() -> None:
     s = summary.suite_summary("x", _section())
     lines = summary.summary_lines(s)
     assert lines[0] == "**NOT AS SEALED**: x/gone: sealed engine has no rows."
-    assert lines[1].startswith("Seal: **amended**")
+    assert lines[1].startswith("Seal: **NOT AS SEALED** (its runs: amended)")
     complete = next(x for x in lines if x.startswith("Completeness"))
     assert "late (added after the seal) 10/10 ok" in complete
     assert "gone no rows (sealed engine missing: NOT AS SEALED)" in complete

@@ -49,14 +49,14 @@ def test_parts_missing_changed_and_unledgered_are_stated(tmp_path: Path) -> None
         "results/raw/s/e1/part-z.parquet": "z",
     }
     assert standing.part_deviations(tmp_path, LOCK, present) == [
-        "s/e2: 1 ledgered raw part missing",
-        "results/raw/s/e1/part-b.parquet differs from the ledger",
-        "results/raw/s/e1/part-z.parquet was written by no ledgered run",
+        ("s", "s/e2: 1 ledgered raw part missing"),
+        ("s", "results/raw/s/e1/part-b.parquet differs from the ledger"),
+        ("s", "results/raw/s/e1/part-z.parquet was written by no ledgered run"),
     ]
     # hashed from the files when no manifest is given: the same verdict for the two real parts
     assert standing.part_deviations(tmp_path, LOCK) == [
-        "s/e2: 1 ledgered raw part missing",
-        "results/raw/s/e1/part-b.parquet differs from the ledger",
+        ("s", "s/e2: 1 ledgered raw part missing"),
+        ("s", "results/raw/s/e1/part-b.parquet differs from the ledger"),
     ]
 
 

@@ -120,7 +120,11 @@ def seal_history(
         entry = e.as_json()
         if not e.rows_present:
             entry["headline"] = None
-            entry["headline_note"] = "rows not present"
+            entry["headline_note"] = (
+                f"rows not all present ({len(e.parts_present)} of {len(e.parts)} parts)"
+                if e.parts_present
+                else "rows not present"
+            )
         elif [c for c in e.changed if c != standing.DESIGN_CHANGED]:
             entry["headline"] = None
             entry["headline_note"] = (
@@ -150,6 +154,8 @@ def assemble(
     suites: dict[str, Any] = {}
     identities: dict[str, str] = {}
     lock_doc = lock.read(cfg.root) if (cfg.root / lock.LOCK_NAME).exists() else {"sha256": ""}
+    parts = manifest(cfg.root)
+    by_part = standing.part_deviations(cfg.root, lock_doc, {m["path"]: m["sha256"] for m in parts})
     deviations: list[str] = []
     for name, doc in docs.items():
         d = design.result_design(cfg, lock_doc, name, doc)
@@ -157,6 +163,7 @@ def assemble(
         mine = standing.design_deviations(name, d) + standing.rows_deviations(
             name, lock_doc, doc["seal"]
         )
+        mine += [what for suite, what in by_part if suite == name]
         deviations += mine
         suites[name] = {
             "seal": dict(doc["seal"]) | {"status": hist["status"]},
@@ -167,10 +174,8 @@ def assemble(
         }
         for eng, ident in doc["engines"].items():
             identities.setdefault(eng, ident)
-    parts = manifest(cfg.root)
-    deviations += standing.part_deviations(
-        cfg.root, lock_doc, {m["path"]: m["sha256"] for m in parts}
-    )
+    # a suite whose every raw part is gone is not published: its ledgered parts still count
+    deviations += [what for suite, what in by_part if suite not in docs]
     status = standing.overall_status([s["seal"]["status"] for s in suites.values()], deviations)
     result = {
         "format": "sealedeval.result/1",

@@ -70,7 +70,9 @@ def render_report(result: Mapping[str, Any]) -> str:
                 [
                     name,
                     engine_label(eng, eng in added),
-                    seal["status"],
+                    seal["status"]
+                    if (s.get("as_sealed") or {}).get("ok", True)
+                    else f"NOT AS SEALED ({seal['status']} runs)",
                     ", ".join(x[:12] for x in seal["seal_commits"]) or "-",
                     c["requests"],
                     c["ok"],

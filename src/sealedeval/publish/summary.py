@@ -563,8 +563,13 @@ def summary_lines(s: SuiteSummary) -> list[str]:
     first, then the seal and its history, completeness, headline and comparisons."""
     commits = ", ".join(f"`{c[:12]}`" for c in s.seal_commits) or "no seal commit"
     out = [line for line in (deviation_text(s),) if line]
+    seal = (
+        f"**{s.seal_status}**"
+        if s.as_sealed
+        else f"**{NOT_AS_SEALED}** (its runs: {s.seal_status})"
+    )
     out += [
-        f"Seal: **{s.seal_status}** ({commits}); audit: {s.audit}.",
+        f"Seal: {seal} ({commits}); audit: {s.audit}.",
         "Completeness: "
         + ("; ".join(completeness_text(c) for c in s.completeness) or "no runs")
         + ".",

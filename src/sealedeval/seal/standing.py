@@ -77,11 +77,12 @@ def counted(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def part_deviations(
     root: Path, lock_doc: Mapping[str, Any], present: Mapping[str, str] | None = None
-) -> list[str]:
-    """Ledgered parts of runs under the current seal that are missing or changed, and present
-    parts no ledgered run wrote (the audit's "ledgered parts" check, stated before publishing).
-    ``present``: path → sha256 of every raw part (the manifest's; hashed here when not given).
-    Empty without a ledger: a project that never ledgered is judged by the audit alone."""
+) -> list[tuple[str, str]]:
+    """(suite, what) for every ledgered part of a run under the current seal that is missing or
+    changed, and every present part no ledgered run wrote (the audit's "ledgered parts" check,
+    stated before publishing). ``present``: path → sha256 of every raw part (the manifest's;
+    hashed here when not given). Empty without a ledger: a project that never ledgered is
+    judged by the audit alone."""
     every_entry = ledger.read(root)
     entries = [e for e in every_entry if str(e.get("kind", "run")) not in PILOT_KINDS]
     if not entries:
@@ -89,29 +90,39 @@ def part_deviations(
     if present is None:
         present = {f.relative_to(root).as_posix(): sha256_file(f) for f in raw_files(root)}
     current = {s: str(v.get("sha256")) for s, v in (lock_doc.get("suites") or {}).items()}
-    listed: dict[str, tuple[str, bool, str]] = {}
+    listed: dict[str, tuple[str, bool, str, str]] = {}
     every = {str(p["path"]) for e in every_entry for p in e.get("parts") or []}
     for e in entries:
-        now = current.get(str(e["suite"])) == e.get("rubric_sha256")
+        suite = str(e["suite"])
+        now = current.get(suite) == e.get("rubric_sha256")
         for part in e.get("parts") or []:
-            listed[str(part["path"])] = (str(part["sha256"]), now, f"{e['suite']}/{e['engine']}")
-    missing: dict[str, int] = defaultdict(int)
-    changed: list[str] = []
-    for path, (digest, now, who) in sorted(listed.items()):
+            listed[str(part["path"])] = (str(part["sha256"]), now, suite, str(e["engine"]))
+    missing: dict[tuple[str, str], int] = defaultdict(int)
+    changed: list[tuple[str, str]] = []
+    for path, (digest, now, suite, engine) in sorted(listed.items()):
         if path not in present:
             if now:
-                missing[who] += 1
+                missing[(suite, engine)] += 1
         elif present[path] != digest:
-            changed.append(f"{path} differs from the ledger")
+            changed.append((suite, f"{path} differs from the ledger"))
     out = [
-        f"{who}: {n} ledgered raw part{'s' if n != 1 else ''} missing"
-        for who, n in sorted(missing.items())
+        (suite, f"{suite}/{engine}: {n} ledgered raw part{'s' if n != 1 else ''} missing")
+        for (suite, engine), n in sorted(missing.items())
     ]
     return (
         out
         + changed
-        + [f"{p} was written by no ledgered run" for p in sorted(set(present) - every)]
+        + [
+            (_suite_of(p), f"{p} was written by no ledgered run")
+            for p in sorted(set(present) - every)
+        ]
     )
+
+
+def _suite_of(path: str) -> str:
+    """The suite of a raw part's path (``results/raw/<suite>/<engine>/part-*.parquet``)."""
+    parts = path.split("/")
+    return parts[2] if len(parts) > 3 else ""
 
 
 def design_deviations(name: str, section_design: Mapping[str, Any]) -> list[str]:
