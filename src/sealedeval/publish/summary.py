@@ -12,6 +12,14 @@ Without one, the summary falls back on the metric schema: the headline is the fi
 the analysis that has an estimate, and the comparisons are ``analysis.hypotheses`` entries with
 a ``p`` (the ``tasks`` suite kind's shape) or, failing those, ``analysis.comparisons``.
 
+What a reader must know before any number comes first: a result that is NOT AS SEALED (its
+``as_sealed.deviations``: a sealed engine or comparison missing, a ledgered part gone), an
+``amended`` seal with each earlier seal its runs were made under (``seal_history``), and the
+engines added after the seal (``design.added_after_seal``), labelled wherever they are named,
+with their comparisons listed apart from the pre-registered ones. The records carry these as
+fields (``SuiteSummary.deviations``, ``.history``, ``.added_after_seal``, ``.exploratory``,
+``Headline``/``Completeness.added_after_seal``) for every renderer; the lines here are the text.
+
 The audit's verdict is not part of result.json (the audit re-derives report.md byte for byte,
 so report.md cannot contain it): callers that have run it pass it in (``audit=``); otherwise the
 summary says how to check.
