@@ -342,6 +342,18 @@ def cmd_publish(args: argparse.Namespace) -> int:
     print(f"wrote {html.REPORT_HTML}")
     write_bytes_atomic(cfg.root / REPORT_PDF, pdf)
     print(f"wrote {REPORT_PDF}")
+    for name, sec in result["suites"].items():
+        ok = (sec.get("as_sealed") or {}).get("ok", True)
+        print(f"{name}: seal {sec['seal']['status']}" + ("" if ok else "; NOT AS SEALED"))
+    if not result["as_sealed"]["ok"]:
+        print(f"sealedeval: {result['status']}", file=sys.stderr)
+        if not args.allow_incomplete:
+            print(
+                "sealedeval: the report says so; exit 1 (pass --allow-incomplete to publish it "
+                "with exit 0)",
+                file=sys.stderr,
+            )
+            return 1
     return 0
 
 
@@ -745,6 +757,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="write result.json, report.md, report.html, scorecards and figures",
     )
     s.add_argument("--jobs", "-j", type=int, default=0, help=jobs_help)
+    s.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 when the result is NOT AS SEALED (a sealed engine, comparison or ledgered "
+        "part missing); the report states it either way",
+    )
     s.set_defaults(fn=cmd_publish)
 
     s = sub.add_parser("view", help="serve results/ on a loopback port and open report.html")

@@ -9,6 +9,7 @@ failure, and audits it through the real CLI entry point.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -97,10 +98,18 @@ class Project:
         rc, _, _ = self.cli("run", "golden", *cfg, "--no-progress", *args)
         return rc
 
-    def publish(self, configs: tuple[str, ...] = (TINY,)) -> None:
+    def publish(self, configs: tuple[str, ...] = (TINY,), *, not_as_sealed: str = "") -> None:
+        """Publish; with ``not_as_sealed``, expect exit 1 and that text in the NOT AS SEALED
+        line (the report is written and says so)."""
         cfg = [a for c in configs for a in ("-c", c)]
         rc, _, err = self.cli("publish", *cfg)
-        assert rc == 0, err
+        if not_as_sealed:
+            assert rc == 1, err
+            assert "NOT AS SEALED: " in err and not_as_sealed in err, err
+            status = json.loads(self.result_path.read_text(encoding="utf-8"))["status"]
+            assert status.startswith("NOT AS SEALED: ") and not_as_sealed in status, status
+        else:
+            assert rc == 0, err
 
     def audit(self, *args: str, configs: tuple[str, ...] = (TINY,)) -> Audit:
         cfg = [a for c in configs for a in ("-c", c)]

@@ -220,7 +220,8 @@ def test_i_raw_runs_committed_off_the_seal_line(sealed):
     side = sealed.commit("Runs from the pre-seal branch", "results")
     sealed.git("checkout", "-q", "main")
     sealed.git("merge", "-q", "--no-edit", "-m", "Merge pre-seal runs", "pre-seal")
-    sealed.publish()  # the published manifest lists the merged part: only the order is wrong
+    # the published manifest lists the merged part; publish states that no run wrote it
+    sealed.publish(not_as_sealed="-side.parquet was written by no ledgered run")
     a = sealed.audit()
     # ... and no run wrote it: the ledger knows only the parts of the sealed run
     _only_failing(a, "seal precedes runs", "ledgered parts")
@@ -270,7 +271,7 @@ def test_l_rows_claim_an_earlier_seal_that_sealed_another_rubric(sealed):
             r["seal_commit"] = sealed.seal_commit
         sealed.write_part(p, rows)
     sealed.commit("Re-seal (after the runs)", "rubric.lock", "data", "results")
-    sealed.publish()
+    sealed.publish(not_as_sealed="differs from the ledger")
     a = sealed.audit()
     # the relabelled parts are no longer the bytes their run wrote: the ledger says so too
     _only_failing(a, "seal precedes runs", "ledgered parts")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,9 +38,9 @@ def _lock(project) -> dict:
     return json.loads((project.root / "rubric.lock").read_text(encoding="utf-8"))
 
 
-def _rebuild(project, *run_args: str) -> None:
+def _rebuild(project, *run_args: str, not_as_sealed: str = "") -> None:
     assert project.run(*run_args) == 0
-    project.publish()
+    project.publish(not_as_sealed=not_as_sealed)
 
 
 def test_seal_writes_the_design_of_each_profile_and_keeps_the_others(sealed):
@@ -81,7 +82,9 @@ def test_a_sealed_engine_never_run_fails_with_its_comparison(sealed):
     sealed.seal(TINY)
     sealed.commit("Design: golden on reference and naive, compared", TINY, "rubric.lock")
     # only the engine that suits the author is run: no ledger entry knows of the other
-    _rebuild(sealed, "--engine", "reference")
+    _rebuild(
+        sealed, "--engine", "reference", not_as_sealed="golden/naive: sealed engine has no rows"
+    )
     a = sealed.audit()
     assert a.rc == 1, a
     assert a.status("design as sealed") == "FAIL", a
@@ -104,6 +107,8 @@ def test_the_full_sealed_design_passes_and_compares(sealed):
 
 
 def test_an_engine_added_after_the_seal_is_allowed_and_labelled(sealed):
+    built = json.loads(sealed.result_path.read_text(encoding="utf-8"))["suites"]["golden"]
+    before = {r["family"]: r["family_size"] for _, r in _records(built["analysis"])}
     _edit_tiny(sealed, _two_engines)  # the config changes, the lock does not
     sealed.commit("Config: try naive too", TINY)
     rc, out, _ = sealed.cli("run", "golden", "-c", TINY, "--no-progress", "--engine", "naive")
@@ -116,6 +121,26 @@ def test_an_engine_added_after_the_seal_is_allowed_and_labelled(sealed):
     assert result["suites"]["golden"]["design"]["added_after_seal"] == ["naive"]
     entry = [json.loads(x) for x in (sealed.root / "ledger.jsonl").read_text().splitlines()][-1]
     assert entry["engine"] == "naive" and entry["design"] == "added after the seal"
+    # labelled where the report names it, and its comparisons out of the sealed families
+    report = sealed.report_path.read_text(encoding="utf-8")
+    assert "naive (added after the seal)" in report
+    assert "Engines added after the seal: naive" in report
+    after = _records(result["suites"]["golden"]["analysis"])
+    late = {(r["family"], r["name"]) for path, r in after if "naive" in path}
+    assert late and all(f.startswith("exploratory: ") for f, _ in late), late
+    sealed_sizes = {r["family"]: r["family_size"] for _, r in after}
+    assert before == {f: n for f, n in sealed_sizes.items() if not f.startswith("exploratory")}
+
+
+def _records(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every comparison record (``stats.comparisons``) under ``node`` with the path to it."""
+    if isinstance(node, dict):
+        if {"family", "family_size", "p_adj", "a", "b"} <= set(node):
+            return [(path + f"/{node['a']}/{node['b']}", node)]
+        return [x for k, v in node.items() for x in _records(v, f"{path}/{k}")]
+    if isinstance(node, list):
+        return [x for i, v in enumerate(node) for x in _records(v, f"{path}/{i}")]
+    return []
 
 
 def test_a_sealed_engine_pointed_at_another_model_fails(sealed):
@@ -124,7 +149,7 @@ def test_a_sealed_engine_pointed_at_another_model_fails(sealed):
     doc["engines"]["reference"]["model"] = "another-model"
     cfg.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     sealed.commit("Config: reference answers as another model", "config")
-    _rebuild(sealed)
+    _rebuild(sealed, not_as_sealed="golden/reference: sealed engine answered by another model")
     a = sealed.audit()
     assert a.status("design as sealed") == "FAIL", a
     assert "golden/reference: sealed engine answered by another model" in a.detail(

@@ -22,8 +22,9 @@ from sealedeval.store import ledger
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _republish(sealed) -> None:
-    sealed.publish()
+def _republish(sealed, not_as_sealed: str) -> None:
+    """Publish again: it states (exit 1) what the audit then fails."""
+    sealed.publish(not_as_sealed=not_as_sealed)
 
 
 def test_the_clean_build_audits_without_flags_and_discloses_attempts(sealed):
@@ -50,7 +51,7 @@ def test_deleting_an_engines_runs_and_republishing_is_caught(sealed):
 def test_one_part_deleted_and_republished_is_caught(sealed):
     gone = sealed.parts()[-1]
     gone.unlink()
-    _republish(sealed)
+    _republish(sealed, "golden/reference: 1 ledgered raw part missing")
     a = sealed.audit()
     assert a.rc == 1, a
     # the manifest was rebuilt without the part, so only the ledger knows it existed
@@ -66,7 +67,7 @@ def test_a_part_swapped_for_another_is_caught(sealed):
     a_part.rename(tmp)
     b_part.rename(a_part)
     tmp.rename(b_part)
-    _republish(sealed)
+    _republish(sealed, f"{a_part.relative_to(sealed.root).as_posix()} differs from the ledger")
     a = sealed.audit()
     assert a.rc == 1, a
     assert a.status("ledgered parts") == "FAIL", a
@@ -76,7 +77,7 @@ def test_a_part_swapped_for_another_is_caught(sealed):
 def test_a_part_written_by_no_run_is_caught(sealed):
     src = sealed.parts()[0]
     shutil.copy2(src, src.with_name("part-99999999T000000-injected-00000.parquet"))
-    _republish(sealed)
+    _republish(sealed, "injected-00000.parquet was written by no ledgered run")
     a = sealed.audit()
     assert a.rc == 1, a
     assert "was written by no ledgered run" in a.detail("ledgered parts")

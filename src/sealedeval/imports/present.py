@@ -11,7 +11,7 @@ from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, table
-from sealedeval.render.metrics import completeness_table, metric_table
+from sealedeval.render.metrics import added_engines, completeness_table, metric_table
 
 
 def render(name: str, section: Mapping[str, Any]) -> str:
@@ -121,7 +121,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         out.append("")
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
-        out.append(completeness_table(counts))
+        out.append(completeness_table(counts, added_engines(section)))
         out.append("")
     comps = list(an.get("comparisons") or [])
     if has_records(comps):
@@ -135,7 +135,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
         ]
     metrics = list(an.get("metrics") or [])
     if metrics:
-        out += [metric_table(metrics), ""]
+        out += [metric_table(metrics, added_engines(section)), ""]
     out += [
         "Errored, cancelled, limited or unscored samples are counted (n error), never graded as "
         "model failures.",

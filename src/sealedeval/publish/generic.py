@@ -18,6 +18,7 @@ from typing import Any
 from sealedeval.render.figures import FigureSpec, interval_bars, new_figure, no_data, point
 from sealedeval.render.md import priced
 from sealedeval.render.metrics import (
+    added_engines,
     completeness_table,
     groups_label,
     metric_table,
@@ -50,15 +51,16 @@ def report_section(
     """The suite's section of report.md: completeness, then one row per metric. ``engines``
     (result.json's) tells which engines have no price: their cost cells say so."""
     out = [f"## {name}", ""]
+    added = added_engines(section)
     counts = (section.get("seal") or {}).get("counts") or {}
     if counts:
-        out.append(completeness_table(counts))
+        out.append(completeness_table(counts, added))
         out.append("")
     metrics = _metrics(section)
     if not metrics:
         out += ["No metrics were reported by this suite's analysis.", ""]
         return "\n".join(out)
-    out.append(metric_table(metrics, unpriced_engines(engines)))
+    out.append(metric_table(metrics, unpriced_engines(engines), added))
     out += [
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
@@ -79,18 +81,23 @@ def figure_specs(name: str, section: Section) -> list[FigureSpec]:
     """One figure per metric name: each group's estimate with its interval (n/a where none);
     none of a metric that is zero or undefined everywhere (``without_figure``)."""
     skip = set(without_figure(_metrics(section)))
+    added = added_engines(section)
     out = []
     for metric_name, ms in _by_metric(section).items():
         if metric_name in skip:
             continue
 
-        def draw(ms: Sequence[Mapping[str, Any]] = ms, title: str = metric_name) -> Any:
+        def draw(
+            ms: Sequence[Mapping[str, Any]] = ms,
+            title: str = metric_name,
+            added: frozenset[str] = added,
+        ) -> Any:
             fig = new_figure(6.4, max(2.4, 0.4 * len(ms) + 1.2))
             ax = fig.add_subplot()
             if not ms:
                 no_data(ax, "no data")
                 return fig
-            labels = [groups_label(m) for m in ms]
+            labels = [groups_label(m, added) for m in ms]
             values = [point(m["estimate"], m["lo"], m["hi"]) for m in ms]
             interval_bars(ax, labels, [(title, values)], horizontal=True)
             ax.set_title(f"{name}: {title}", fontsize="medium")

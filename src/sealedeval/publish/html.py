@@ -42,6 +42,7 @@ from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic, summary
 from sealedeval.publish.first_page import FOREST
 from sealedeval.render.md import price_text
+from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 from sealedeval.stages.grade import BASE_COLUMNS
 
 REPORT_HTML = Path("results/report.html")
@@ -534,7 +535,11 @@ def read_samples(
         elif cfg is not None and raw:
             items = load_items(cfg, name, rows_rubric(raw))
         by_id = {artifacts.item_id(i): i for i in items}
-        out += suite_samples(name, raw, graded, by_id, sample_view(name, section))
+        samples = suite_samples(name, raw, graded, by_id, sample_view(name, section))
+        added = added_engines(section)
+        for s in samples:  # an engine added after the seal is labelled in the sample view too
+            s["engine"] = engine_label(s["engine"], s["engine"] in added)
+        out += samples
     return out
 
 
@@ -808,9 +813,10 @@ def _summary_html(
 
 
 def _engines_html(result: Mapping[str, Any]) -> list[str]:
+    late = added_in_any(result)
     rows = "".join(
-        f"<tr><td>{_e(k)}</td><td>{_e(e.get('kind', ''))}</td><td>{_e(e.get('model', ''))}</td>"
-        f"<td>{_e(price_text(e))}</td>"
+        f"<tr><td>{_e(engine_label(k, k in late))}</td><td>{_e(e.get('kind', ''))}</td>"
+        f"<td>{_e(e.get('model', ''))}</td><td>{_e(price_text(e))}</td>"
         "</tr>"
         for k, e in result.get("engines", {}).items()
     )

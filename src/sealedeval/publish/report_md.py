@@ -16,6 +16,7 @@ from sealedeval.publish.figures import specs, stem
 from sealedeval.publish.first_page import FOREST
 from sealedeval.render.figures import FigureSpec
 from sealedeval.render.md import price_text, table
+from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 
 
 def section_markdown(
@@ -68,12 +69,15 @@ def render_report(result: Mapping[str, Any]) -> str:
     rows = []
     for name, s in result["suites"].items():
         seal = s["seal"]
+        added = added_engines(s)
         for eng, c in seal["counts"].items():
             rows.append(
                 [
                     name,
-                    eng,
-                    seal["status"],
+                    engine_label(eng, eng in added),
+                    seal["status"]
+                    if (s.get("as_sealed") or {}).get("ok", True)
+                    else f"NOT AS SEALED ({seal['status']} runs)",
                     ", ".join(x[:12] for x in seal["seal_commits"]) or "-",
                     c["requests"],
                     c["ok"],
@@ -112,12 +116,13 @@ def render_report(result: Mapping[str, Any]) -> str:
         own = [f for suite, f in figs if suite == name and f.name != FOREST]
         out += figure_refs(name, own, number)
     out += ["## Engines", ""]
+    late = added_in_any(result)
     out.append(
         table(
             ["engine", "kind", "model", "price in/out per Mtok"],
             [
                 [
-                    k,
+                    engine_label(k, k in late),
                     e.get("kind", ""),
                     e.get("model", ""),
                     price_text(e),

@@ -12,6 +12,14 @@ Without one, the summary falls back on the metric schema: the headline is the fi
 the analysis that has an estimate, and the comparisons are ``analysis.hypotheses`` entries with
 a ``p`` (the ``tasks`` suite kind's shape) or, failing those, ``analysis.comparisons``.
 
+What a reader must know before any number comes first: a result that is NOT AS SEALED (its
+``as_sealed.deviations``: a sealed engine or comparison missing, a ledgered part gone), an
+``amended`` seal with each earlier seal its runs were made under (``seal_history``), and the
+engines added after the seal (``design.added_after_seal``), labelled wherever they are named,
+with their comparisons listed apart from the pre-registered ones. The records carry these as
+fields (``SuiteSummary.deviations``, ``.history``, ``.added_after_seal``, ``.exploratory``,
+``Headline``/``Completeness.added_after_seal``) for every renderer; the lines here are the text.
+
 The audit's verdict is not part of result.json (the audit re-derives report.md byte for byte,
 so report.md cannot contain it): callers that have run it pass it in (``audit=``); otherwise the
 summary says how to check.
@@ -19,12 +27,15 @@ summary says how to check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sealedeval.plugins import presentation_hook
 from sealedeval.render.md import num, p_text
+from sealedeval.render.metrics import ADDED_LABEL, added_engines, engine_label
+from sealedeval.seal.design import EXPLORATORY_FAMILY
+from sealedeval.seal.standing import NOT_AS_SEALED
 
 ALPHA = 0.05
 """Significance level for a verdict when the comparison does not carry its own ``alpha``:
@@ -60,11 +71,15 @@ class Headline:
     n_error: int
     n_total: int
     unit: str
+    added_after_seal: bool = False
+    """The engine is not in the sealed design (``design.added_after_seal``): labelled wherever
+    it is named, and its comparisons are exploratory."""
 
 
 @dataclass(frozen=True)
 class Completeness:
-    """One run's counts, from ``seal.counts[engine]``."""
+    """One run's counts, from ``seal.counts[engine]``; ``absent`` for a sealed engine with no
+    rows at all (``design.missing_engines``), which makes the result NOT AS SEALED."""
 
     engine: str
     requests: int
@@ -72,6 +87,25 @@ class Completeness:
     error: int
     missing: int
     complete: bool
+    added_after_seal: bool = False
+    absent: bool = False
+
+
+@dataclass(frozen=True)
+class EarlierSeal:
+    """One earlier seal of an amended suite (result.json ``seal_history.earlier``): the runs
+    made under it, the sealed files that changed since, and the headline its rows gave when
+    they are still present (``headline_note`` says why there is none)."""
+
+    commit: str
+    date: str
+    runs: int
+    calls: int
+    engines: tuple[str, ...]
+    changed: tuple[str, ...]
+    rows_present: bool
+    headline: tuple[Headline, ...]
+    headline_note: str
 
 
 @dataclass(frozen=True)
@@ -113,10 +147,21 @@ class SuiteSummary:
     comparisons: tuple[Comparison, ...]
     note: str = ""
     more_comparisons: int = field(default=0)
+    deviations: tuple[str, ...] = ()
+    """What the result lacks of its seal (``as_sealed.deviations``): empty when as sealed."""
+    history: tuple[EarlierSeal, ...] = ()
+    """The earlier seals runs were made under (status ``amended``), oldest first."""
+    added_after_seal: tuple[str, ...] = ()
+    exploratory: tuple[Comparison, ...] = ()
+    """Comparisons with an engine added after the seal: their own family, not pre-registered."""
+
+    @property
+    def as_sealed(self) -> bool:
+        return not self.deviations
 
     @property
     def complete(self) -> bool:
-        return all(c.complete for c in self.completeness)
+        return self.as_sealed and all(c.complete for c in self.completeness)
 
 
 MAX_COMPARISONS = 16
@@ -188,12 +233,21 @@ def _order(m: Mapping[str, Any], groups: Groups) -> tuple[Any, ...]:
     return (str(g.get("engine", "")), *rank)
 
 
-def _headline(
+def _chosen(
     metrics: Sequence[Mapping[str, Any]], name: str, groups: Groups
+) -> list[Mapping[str, Any]]:
+    chosen = [m for m in metrics if _matches(m, name, groups)]
+    return sorted(chosen, key=lambda m: _order(m, groups))
+
+
+def _headline(
+    metrics: Sequence[Mapping[str, Any]],
+    name: str,
+    groups: Groups,
+    added: Collection[str] = (),
 ) -> tuple[Headline, ...]:
     out = []
-    chosen = [m for m in metrics if _matches(m, name, groups)]
-    for m in sorted(chosen, key=lambda m: _order(m, groups)):
+    for m in _chosen(metrics, name, groups):
         g = dict(m.get("groups") or {})
         engine = str(g.pop("engine", "") or "")
         fixed = {k for k, v in groups.items() if isinstance(v, str)}
@@ -210,9 +264,31 @@ def _headline(
                 n_error=int(m.get("n_error", 0)),
                 n_total=int(m.get("n_total", 0)),
                 unit=str(m.get("unit", "")),
+                added_after_seal=engine in added,
             )
         )
     return tuple(out)
+
+
+def _head_choice(h: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(metric, label, groups) of the suite's headline, from its ``hints``."""
+    head = h.get("headline") or {}
+    metric = str(head.get("metric") or "")
+    groups: dict[str, str | list[str]] = {
+        str(k): str(v) if isinstance(v, str) else [str(x) for x in v]
+        for k, v in (head.get("groups") or {}).items()
+    }
+    return metric, str(head.get("label") or metric), groups
+
+
+def headline_metrics(name: str, section: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The metric records of the suite's headline, as result.json holds them (what an earlier
+    seal's rows gave is recorded this way in ``seal_history``)."""
+    metric, _, groups = _head_choice(hints(name, section))
+    if not metric:
+        return []
+    metrics = list((section.get("analysis") or {}).get("metrics") or [])
+    return [dict(m) for m in _chosen(metrics, metric, groups)]
 
 
 _RECORD = {"estimate": "diff", "p_adjusted": "p_adj"}
@@ -320,19 +396,43 @@ def hints(name: str, section: Mapping[str, Any]) -> Mapping[str, Any]:
     return default_hints(section)
 
 
+def _exploratory(hint: Mapping[str, Any], added: Collection[str]) -> bool:
+    rec = hint.get("paired")
+    if isinstance(rec, Mapping) and str(rec.get("family")).startswith(EXPLORATORY_FAMILY):
+        return True
+    return str(hint.get("a")) in added or str(hint.get("b")) in added
+
+
+def _earlier(
+    entry: Mapping[str, Any], metric: str, groups: Groups, added: Collection[str]
+) -> EarlierSeal:
+    return EarlierSeal(
+        commit=str(entry.get("commit", "")),
+        date=str(entry.get("date", "")),
+        runs=int(entry.get("runs", 0)),
+        calls=int(entry.get("calls", 0)),
+        engines=tuple(str(e) for e in entry.get("engines") or ()),
+        changed=tuple(str(c) for c in entry.get("changed") or ()),
+        rows_present=bool(entry.get("rows_present")),
+        headline=_headline(list(entry.get("headline") or []), metric, groups, added),
+        headline_note=str(entry.get("headline_note") or ""),
+    )
+
+
 def suite_summary(
     name: str, section: Mapping[str, Any], *, audit: str | None = None
 ) -> SuiteSummary:
     seal = section.get("seal") or {}
     a = section.get("analysis") or {}
     h = hints(name, section)
-    head = h.get("headline") or {}
-    metric = str(head.get("metric") or "")
-    groups: dict[str, str | list[str]] = {
-        str(k): str(v) if isinstance(v, str) else [str(x) for x in v]
-        for k, v in (head.get("groups") or {}).items()
-    }
-    comps = [_comparison(c, ALPHA) for c in h.get("comparisons") or []]
+    metric, label, groups = _head_choice(h)
+    added = tuple(sorted(added_engines(section)))
+    hints_all = list(h.get("comparisons") or [])
+    comps = [_comparison(c, ALPHA) for c in hints_all if not _exploratory(c, added)]
+    explore = [_comparison(c, ALPHA) for c in hints_all if _exploratory(c, added)]
+    design = section.get("design") or {}
+    absent = [str(e) for e in design.get("missing_engines") or ()]
+    hist = section.get("seal_history") or {}
     return SuiteSummary(
         suite=name,
         seal_status=str(seal.get("status", "unknown")),
@@ -340,8 +440,8 @@ def suite_summary(
         rubric_sha256=str(seal.get("rubric_sha256", "")),
         audit=audit or AUDIT_UNKNOWN,
         metric=metric,
-        label=str(head.get("label") or metric),
-        headline=_headline(list(a.get("metrics") or []), metric, groups) if metric else (),
+        label=label,
+        headline=_headline(list(a.get("metrics") or []), metric, groups, added) if metric else (),
         completeness=tuple(
             Completeness(
                 engine=str(e),
@@ -350,12 +450,18 @@ def suite_summary(
                 error=int(c.get("error", 0)),
                 missing=int(c.get("missing", 0)),
                 complete=bool(c.get("complete")),
+                added_after_seal=str(e) in added,
             )
             for e, c in (seal.get("counts") or {}).items()
-        ),
+        )
+        + tuple(Completeness(e, 0, 0, 0, 0, False, absent=True) for e in absent),
         comparisons=tuple(comps[:MAX_COMPARISONS]),
         note=str(h.get("note") or ""),
         more_comparisons=max(0, len(comps) - MAX_COMPARISONS),
+        deviations=tuple(str(d) for d in (section.get("as_sealed") or {}).get("deviations") or ()),
+        history=tuple(_earlier(e, metric, groups, added) for e in hist.get("earlier") or ()),
+        added_after_seal=added,
+        exploratory=tuple(explore[:MAX_COMPARISONS]),
     )
 
 
@@ -383,7 +489,8 @@ def _counts(n_ok: int, n_error: int, unit: str) -> str:
 
 def headline_text(h: Headline) -> str:
     """``reference 0.833 [0.436, 0.970] (wilson; 6 ok / 0 error, per task)``."""
-    who = h.engine + (f" ({h.where})" if h.where else "") if h.engine else (h.where or "all")
+    name = engine_label(h.engine, h.added_after_seal)
+    who = name + (f" ({h.where})" if h.where else "") if h.engine else (h.where or "all")
     counts = _counts(h.n_ok, h.n_error, h.unit)
     if h.estimate is None:
         return f"{who} n/a ({counts})"
@@ -393,9 +500,52 @@ def headline_text(h: Headline) -> str:
 
 
 def completeness_text(c: Completeness) -> str:
+    if c.absent:
+        return f"{c.engine} no rows (sealed engine missing: {NOT_AS_SEALED})"
     state = "complete" if c.complete else "INCOMPLETE"
     missing = f", {c.missing} missing" if c.missing else ""
-    return f"{c.engine} {c.ok}/{c.requests} ok, {c.error} error{missing} ({state})"
+    who = engine_label(c.engine, c.added_after_seal)
+    return f"{who} {c.ok}/{c.requests} ok, {c.error} error{missing} ({state})"
+
+
+def deviation_text(s: SuiteSummary) -> str:
+    """``**NOT AS SEALED**: golden/local1: sealed engine has no rows; ...`` ('' when as sealed)."""
+    if s.as_sealed:
+        return ""
+    return f"**{NOT_AS_SEALED}**: " + "; ".join(s.deviations) + "."
+
+
+def earlier_seal_text(e: EarlierSeal) -> str:
+    """``seal `abc123def456` (2026-01-02 10:00 UTC): 2 runs (a, b), 24 calls; changed since:
+    data/items.jsonl; headline then: a 0.900 [...]`` — or "rows not present"."""
+    runs = f"{e.runs} run{'s' if e.runs != 1 else ''} ({', '.join(e.engines)}), {e.calls} calls"
+    changed = ", ".join(f"`{c}`" for c in e.changed) or "nothing sealed"
+    if e.headline:
+        then = "headline then: " + "; ".join(headline_text(h) for h in e.headline)
+    else:
+        then = f"headline then: {e.headline_note or 'not recorded'}"
+    return f"seal `{e.commit[:12]}` ({e.date}): {runs}; changed since: {changed}; {then}"
+
+
+def history_text(s: SuiteSummary) -> str:
+    """The amended suite's earlier seals in one line ('' when there are none)."""
+    if not s.history:
+        return ""
+    k = len(s.history)
+    return (
+        f"Seal history: **amended** — runs were made under {k} earlier seal{'s' if k != 1 else ''}"
+        " before the one in force: " + "; ".join(earlier_seal_text(e) for e in s.history) + "."
+    )
+
+
+def added_text(s: SuiteSummary) -> str:
+    """The legend for engines added after the seal ('' when there are none)."""
+    if not s.added_after_seal:
+        return ""
+    return (
+        f"Engines {ADDED_LABEL}: {', '.join(s.added_after_seal)} (not in the sealed design; "
+        "labelled wherever named; their comparisons are exploratory, in a family of their own)."
+    )
 
 
 def comparison_text(c: Comparison) -> str:
@@ -419,14 +569,22 @@ def comparison_text(c: Comparison) -> str:
 
 
 def summary_lines(s: SuiteSummary) -> list[str]:
-    """The suite's five lines (Markdown list items without the bullet)."""
+    """The suite's lines (Markdown list items without the bullet): what it lacks of its seal
+    first, then the seal and its history, completeness, headline and comparisons."""
     commits = ", ".join(f"`{c[:12]}`" for c in s.seal_commits) or "no seal commit"
-    out = [
-        f"Seal: **{s.seal_status}** ({commits}); audit: {s.audit}.",
+    out = [line for line in (deviation_text(s),) if line]
+    seal = (
+        f"**{s.seal_status}**"
+        if s.as_sealed
+        else f"**{NOT_AS_SEALED}** (its runs: {s.seal_status})"
+    )
+    out += [
+        f"Seal: {seal} ({commits}); audit: {s.audit}.",
         "Completeness: "
         + ("; ".join(completeness_text(c) for c in s.completeness) or "no runs")
         + ".",
     ]
+    out += [line for line in (history_text(s), added_text(s)) if line]
     if s.headline:
         out.append(f"Headline, {s.label}: " + "; ".join(headline_text(h) for h in s.headline) + ".")
     else:
@@ -441,6 +599,11 @@ def summary_lines(s: SuiteSummary) -> list[str]:
         )
     else:
         out.append("Pre-registered comparisons: none in this run.")
+    if s.exploratory:
+        out.append(
+            f"Exploratory comparisons (an engine {ADDED_LABEL}; Holm within their own family, "
+            "not pre-registered): " + "; ".join(comparison_text(c) for c in s.exploratory) + "."
+        )
     if s.note:
         out.append(s.note)
     return out

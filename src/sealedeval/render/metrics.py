@@ -25,9 +25,40 @@ HEADER = (
 )
 
 
-def groups_label(m: Mapping[str, Any]) -> str:
+ADDED_LABEL = "added after the seal"
+"""How an engine the sealed design does not name is labelled wherever a report names it."""
+ENGINE_KEYS = frozenset({"engine", "a", "b"})
+"""Group keys whose value is an engine name (a comparison's two sides included)."""
+
+
+def engine_label(engine: str, added: bool) -> str:
+    """``local2 (added after the seal)`` for an engine added after the seal, else the name."""
+    return f"{engine} ({ADDED_LABEL})" if added else engine
+
+
+def added_engines(section: Mapping[str, Any]) -> frozenset[str]:
+    """A result.json suite section's engines added after the seal (``design.added_after_seal``);
+    none when no design was sealed for the profile (then nothing was, and the status says so)."""
+    d = section.get("design") or {}
+    if d.get("status") == "design not sealed":
+        return frozenset()
+    return frozenset(str(e) for e in d.get("added_after_seal") or ())
+
+
+def added_in_any(result: Mapping[str, Any]) -> frozenset[str]:
+    """The engines added after the seal of any suite of a result (for its engines table)."""
+    return frozenset(e for sec in (result.get("suites") or {}).values() for e in added_engines(sec))
+
+
+def groups_label(m: Mapping[str, Any], added: Collection[str] = ()) -> str:
     g = m.get("groups") or {}
-    return ", ".join(f"{k}={v}" for k, v in g.items()) or "(all)"
+    return (
+        ", ".join(
+            f"{k}={engine_label(str(v), k in ENGINE_KEYS and str(v) in added)}"
+            for k, v in g.items()
+        )
+        or "(all)"
+    )
 
 
 def interval_label(m: Mapping[str, Any]) -> str:
@@ -48,15 +79,20 @@ def _unpriced(m: Mapping[str, Any], unpriced: Collection[str]) -> bool:
     return is_cost(m) and str((m.get("groups") or {}).get("engine")) in unpriced
 
 
-def metric_table(metrics: Sequence[Mapping[str, Any]], unpriced: Collection[str] = ()) -> str:
-    """Every metric as a row; a cost metric of an engine in ``unpriced`` (no price in the
-    config) says ``not priced`` where its $0 estimate would read as "free"."""
+def metric_table(
+    metrics: Sequence[Mapping[str, Any]],
+    unpriced: Collection[str] = (),
+    added: Collection[str] = (),
+) -> str:
+    """Every metric as a row with its groups (``added``: engines labelled as added after the
+    seal); a cost metric of an engine in ``unpriced`` (no price in the config) says
+    ``not priced`` where its $0 estimate would read as "free"."""
     return table(
         list(HEADER),
         [
             [
                 m["metric"],
-                groups_label(m),
+                groups_label(m, added),
                 NOT_PRICED if _unpriced(m, unpriced) else num(m["estimate"]),
                 "-" if _unpriced(m, unpriced) else interval_label(m),
                 m["method"],
@@ -70,13 +106,13 @@ def metric_table(metrics: Sequence[Mapping[str, Any]], unpriced: Collection[str]
     )
 
 
-def completeness_table(counts: Mapping[str, Mapping[str, Any]]) -> str:
+def completeness_table(counts: Mapping[str, Mapping[str, Any]], added: Collection[str] = ()) -> str:
     """Per engine: requests, ok, error, missing and whether the run is complete."""
     return table(
         ["engine", "requests", "ok", "error", "missing", "state"],
         [
             [
-                e,
+                engine_label(e, e in added),
                 c["requests"],
                 c["ok"],
                 c["error"],

@@ -30,7 +30,7 @@ parameter is disclosed with its old and new value.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -232,6 +232,54 @@ def describe(entry: Mapping[str, Any]) -> str:
         cmp = ", ".join(f"{a} vs {b}" for a, b in d.get("comparisons") or [])
         parts.append(f"{name} [{', '.join(d.get('engines') or {})}]" + (f" ({cmp})" if cmp else ""))
     return "; ".join(parts)
+
+
+EXPLORATORY_FAMILY = "exploratory"
+"""The comparison family of every pair the sealed design does not hold (a pair with an engine
+added after the seal): Holm-adjusted on its own, so the pre-registered family keeps the size
+it was sealed with."""
+
+
+def sealed_suite_design(cfg: Config, suite: str) -> dict[str, Any] | None:
+    """The suite's design as sealed for this profile, or None (no lock, or none sealed)."""
+    from sealedeval.seal import lock
+
+    if not (cfg.root / lock.LOCK_NAME).exists():
+        return None
+    entry = sealed_design(lock.read(cfg.root), cfg.sources)
+    found = (entry or {}).get("suites", {}).get(suite) if entry else None
+    return dict(found) if found is not None else None
+
+
+def sealed_pairs(cfg: Config, suite: str) -> frozenset[tuple[str, str]] | None:
+    """The engine pairs (each sorted) the suite's sealed design pre-registers: the
+    confirmatory family. None when no design is sealed for this profile (then no pair is)."""
+    d = sealed_suite_design(cfg, suite)
+    if d is None:
+        return None
+    return frozenset(
+        (min(str(a), str(b)), max(str(a), str(b))) for a, b in d.get("comparisons") or []
+    )
+
+
+def added_engines(cfg: Config, suite: str, engines: Iterable[str]) -> frozenset[str]:
+    """Which of ``engines`` the suite's sealed design does not name: added after the seal
+    (none when no design is sealed for this profile: then no engine is sealed)."""
+    d = sealed_suite_design(cfg, suite)
+    if d is None:
+        return frozenset()
+    sealed = set(d.get("engines") or {})
+    return frozenset(str(e) for e in engines if str(e) not in sealed)
+
+
+def to_exploratory(records: Iterable[MutableMapping[str, Any]]) -> None:
+    """Move comparison records (``stats.comparisons.Comparison``) that involve an engine added
+    after the seal out of their declared family into ``exploratory: <family>``, before the
+    suite's Holm adjustment (``adjust_families``): each declared family keeps the size it was
+    sealed with, and the added engine's comparisons are adjusted among themselves."""
+    for rec in records:
+        if not str(rec["family"]).startswith(EXPLORATORY_FAMILY):
+            rec["family"] = f"{EXPLORATORY_FAMILY}: {rec['family']}"
 
 
 def run_status(cfg: Config, suite: str, engine: str) -> str:

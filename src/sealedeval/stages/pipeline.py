@@ -181,12 +181,19 @@ def identities(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def stage_key(cfg: Config, name: str) -> str:
     """What the graded and analysis files of a suite were derived from: every raw part of the
     suite (path and sha256) and the suite's config. A file whose key differs is stale: new
-    calls were stored, a part changed, or the config moved since it was written."""
+    calls were stored, a part changed, the config moved, or the suite's sealed design (which
+    comparisons are pre-registered) was re-sealed since it was written."""
     from sealedeval.canonical import compact
     from sealedeval.fsutil import sha256_file
+    from sealedeval.seal.design import sealed_suite_design
 
     raw = [[f.relative_to(cfg.root).as_posix(), sha256_file(f)] for f in raw_files(cfg.root, name)]
-    doc = {"format": ITEMS_FORMAT, "raw": raw, "config_sha256": suite_config_sha256(cfg, name)}
+    doc = {
+        "format": ITEMS_FORMAT,
+        "raw": raw,
+        "config_sha256": suite_config_sha256(cfg, name),
+        "design": sealed_suite_design(cfg, name),
+    }
     return sha256_text(compact(doc))
 
 

@@ -46,6 +46,7 @@ from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Attachment, Request, capabilities
 from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed, keyed_request
+from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
 from sealedeval.suites.bloodpanel import battery, pdf, plan, prompts
@@ -483,6 +484,8 @@ class BloodpanelSuite:
         else:
             pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         comparisons = [plan.compare(a, b, means, ids, scores, n_boot=n_boot) for a, b in pairs]
+        late = added_engines(cfg, self.name, names)
+        to_exploratory(c["paired"] for c in comparisons if {c["a"], c["b"]} & late)
         adjust_families([c["paired"] for c in comparisons])
         # The over-diagnosis detector measured on the sealed development and held-out
         # batteries, beside the trap figure.

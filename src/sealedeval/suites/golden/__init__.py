@@ -22,6 +22,7 @@ from sealedeval.engines.base import Request
 from sealedeval.keys import derive_seed
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
+from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
@@ -246,6 +247,13 @@ class GoldenSuite:
             c = plan.compare(pair[0], pair[1], correct, name=f"{pair[0]} vs {pair[1]} ({base})")
             c["condition"] = f"{base}/main"
             comparisons.append(c)
+        # an engine added after the seal: its comparisons leave the sealed families
+        late = added_engines(cfg, self.name, names)
+        to_exploratory(
+            [c["paired"] for e in sorted(late) for c in engines[e]["branch_comparisons"]]
+            + [t["paired"] for e in sorted(late) for t in _probe_tables(engines[e]["probes"])]
+            + [c["paired"] for c in comparisons if {c["a"], c["b"]} & late]
+        )
         # Holm over each whole family: every engine's branch pairs, the engine pairs
         adjust_families(
             [c["paired"] for e in engines.values() for c in e["branch_comparisons"]]

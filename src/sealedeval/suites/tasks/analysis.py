@@ -46,6 +46,7 @@ from typing import Any
 from sealedeval import stats
 from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
+from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.stats.comparisons import (
     DEFAULT_DELTA,
     DEFAULT_POWER,
@@ -457,12 +458,27 @@ def _paired(a: _Engine, b: _Engine, how: str) -> dict[str, Any]:
     }
 
 
-def comparison_plan(data: Data) -> ComparisonPlan:
-    """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; one family
-    ``engines`` holding every engine pair the suite compares)."""
+Pairs = frozenset[tuple[str, str]]
+
+
+def confirmatory(a: str, b: str, sealed: Pairs | None) -> bool:
+    """Whether the pair is in the sealed design's comparisons (every pair is when no design
+    was sealed: then none is pre-registered, and the status says so)."""
+    return sealed is None or (min(a, b), max(a, b)) in sealed
+
+
+def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
+    """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; the family
+    ``engines`` holding the engine pairs of the sealed design, and, when an engine was added
+    after the seal, ``exploratory`` holding the pairs with it, Holm-adjusted on their own)."""
     an = data.spec.analysis
+    families = {"engines": "every pair of engines the suite compares, on the items both did"}
+    if exploratory:
+        families[EXPLORATORY_FAMILY] = (
+            "the pairs with an engine added after the seal (not pre-registered)"
+        )
     return ComparisonPlan(
-        families={"engines": "every pair of engines the suite compares, on the items both did"},
+        families=families,
         delta=float(an.get("delta", DEFAULT_DELTA)),
         alpha=float(an.get("alpha", 0.05)),
         power=float(an.get("power", DEFAULT_POWER)),
@@ -470,18 +486,21 @@ def comparison_plan(data: Data) -> ComparisonPlan:
     )
 
 
+def _pairs(data: Data, engines: Mapping[str, _Engine]) -> list[tuple[str, str]]:
+    return [(a, b) for a, b in data.spec.comparisons if a in engines and b in engines]
+
+
 def _comparisons(
-    data: Data, engines: Mapping[str, _Engine], n_items: int
+    data: Data, engines: Mapping[str, _Engine], n_items: int, sealed: Pairs | None
 ) -> tuple[list[dict[str, Any]], list[Metric]]:
     out, metrics = [], []
-    cplan = comparison_plan(data)
-    for a, b in data.spec.comparisons:
-        if a not in engines or b not in engines:
-            continue
+    pairs = _pairs(data, engines)
+    cplan = comparison_plan(data, exploratory=any(not confirmatory(a, b, sealed) for a, b in pairs))
+    for a, b in pairs:
         c = _paired(engines[a], engines[b], data.spec.reduce)
         c["paired"] = paired_comparison(
             f"{a} vs {b}",
-            "engines",
+            "engines" if confirmatory(a, b, sealed) else EXPLORATORY_FAMILY,
             a,
             b,
             {i: [float(x) for x in v] for i, v in engines[a].primary_outcomes().items() if v},
@@ -708,8 +727,15 @@ def _items_table(
 
 
 def analyze(
-    data: Data, items: Sequence[Row], graded: Sequence[Row], rows: Sequence[Row]
+    data: Data,
+    items: Sequence[Row],
+    graded: Sequence[Row],
+    rows: Sequence[Row],
+    *,
+    sealed: Pairs | None = None,
 ) -> dict[str, Any]:
+    """The suite's analysis; ``sealed``: the engine pairs of the sealed design (the
+    confirmatory family; ``seal.design.sealed_pairs``), None when no design was sealed."""
     spec = data.spec
     item_ids = sorted(str(i["id"]) for i in items)
     answers = [r for r in rows if r["condition"] == ANSWER]
@@ -722,7 +748,7 @@ def analyze(
         entry, more = _engine_entry(data, e, item_ids, judge_rows)
         out_engines[n] = entry
         metrics += more
-    comparisons, more = _comparisons(data, engines, len(item_ids))
+    comparisons, more = _comparisons(data, engines, len(item_ids), sealed)
     metrics += more
     hypotheses, more = _hypotheses(data, engines, len(item_ids))
     metrics += more
@@ -754,7 +780,9 @@ def analyze(
         },
         "engines": out_engines,
         "comparisons": comparisons,
-        "comparison_plan": comparison_plan(data).describe(),
+        "comparison_plan": comparison_plan(
+            data, exploratory=any(not confirmatory(a, b, sealed) for a, b in _pairs(data, engines))
+        ).describe(),
         "hypotheses": hypotheses,
         "judges": judges,
         "items": _items_table(data, engines, item_ids),

@@ -189,7 +189,11 @@ class TasksSuite:
         graded: Sequence[Mapping[str, Any]],
         rows: Sequence[Mapping[str, Any]],
     ) -> dict[str, Any]:
-        return analysis.analyze(self._data(cfg.root), items, graded, rows)
+        from sealedeval.seal.design import sealed_pairs
+
+        return analysis.analyze(
+            self._data(cfg.root), items, graded, rows, sealed=sealed_pairs(cfg, self.name)
+        )
 
     # -- presentation (not sealed: present/ is outside the sealed *.py glob) ----------------
     def report_sections(self, section: Mapping[str, Any]) -> str:

@@ -9,12 +9,12 @@ item's verdict per engine (passed repeats / completed repeats), up to ``MAX_ITEM
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import NOT_PRICED, num, pval, rate_ci, table
-from sealedeval.render.metrics import metric_table, no_figure_note
+from sealedeval.render.metrics import added_engines, engine_label, metric_table, no_figure_note
 
 MAX_ITEMS = 200
 
@@ -39,7 +39,7 @@ def _seconds(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):.3f} s"
 
 
-def _completeness(section: Mapping[str, Any]) -> list[str]:
+def _completeness(section: Mapping[str, Any], added: Collection[str]) -> list[str]:
     counts = (section.get("seal") or {}).get("counts") or {}
     if not counts:
         return []
@@ -48,7 +48,7 @@ def _completeness(section: Mapping[str, Any]) -> list[str]:
             ["engine", "requests", "ok", "error", "missing", "state"],
             [
                 [
-                    e,
+                    engine_label(e, e in added),
                     c["requests"],
                     c["ok"],
                     c["error"],
@@ -62,7 +62,7 @@ def _completeness(section: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _headline(a: Mapping[str, Any]) -> list[str]:
+def _headline(a: Mapping[str, Any], added: Collection[str]) -> list[str]:
     rows = []
     for name, e in (a.get("engines") or {}).items():
         if "accuracy" not in e:
@@ -72,7 +72,7 @@ def _headline(a: Mapping[str, Any]) -> list[str]:
         cost = e.get("cost") or {}
         rows.append(
             [
-                name,
+                engine_label(name, name in added),
                 rate_ci(e["accuracy"]),
                 rate_ci(e["accuracy_errors_as_failures"]),
                 f"{num(mean.get('estimate'))} {_ci(mean.get('lo'), mean.get('hi'))}"
@@ -115,7 +115,8 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
             "### Paired comparisons",
             "",
             "Every engine pair on the items both completed (item score: the share of its "
-            "repeats that pass); all pairs are one family for the Holm adjustment.",
+            "repeats that pass); Holm adjusts within each family: `engines`, the pairs of the "
+            "sealed design, and `exploratory`, any pair with an engine added after the seal.",
             "",
             *comparison_block([c["paired"] for c in cs]),
         ]
@@ -227,7 +228,7 @@ def _judges(a: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _metrics(a: Mapping[str, Any]) -> list[str]:
+def _metrics(a: Mapping[str, Any], added: Collection[str]) -> list[str]:
     ms = a.get("metrics") or []
     if not ms:
         return ["No metrics were reported.", ""]
@@ -241,7 +242,7 @@ def _metrics(a: Mapping[str, Any]) -> list[str]:
     return [
         "### Metrics",
         "",
-        metric_table(ms, unpriced),
+        metric_table(ms, unpriced, added),
         "",
         "Estimates are over completed units (n ok); errored units (n error) are infrastructure "
         "failures, counted and never graded as model failures.",
@@ -260,7 +261,7 @@ def _cell(v: Mapping[str, Any] | None) -> str:
     return f"{passed} ({round(float(v['mean']) * n)}/{n})"
 
 
-def _items(a: Mapping[str, Any]) -> list[str]:
+def _items(a: Mapping[str, Any], added: Collection[str]) -> list[str]:
     items = a.get("items") or {}
     if not items:
         return []
@@ -270,7 +271,7 @@ def _items(a: Mapping[str, Any]) -> list[str]:
         "### Items",
         "",
         table(
-            ["item", *engines],
+            ["item", *(engine_label(e, e in added) for e in engines)],
             [[i, *(_cell(items[i].get(e)) for e in engines)] for i in ids[:MAX_ITEMS]],
         ),
         "",
@@ -285,11 +286,12 @@ def _items(a: Mapping[str, Any]) -> list[str]:
 
 def render(name: str, section: Mapping[str, Any]) -> str:
     a = section.get("analysis") or {}
+    added = added_engines(section)
     out = [f"## {name}", ""]
-    out += _completeness(section)
-    out += _headline(a)
+    out += _completeness(section, added)
+    out += _headline(a, added)
     out += _comparisons(a)
     out += _judges(a)
-    out += _metrics(a)
-    out += _items(a)
+    out += _metrics(a, added)
+    out += _items(a, added)
     return "\n".join(out)
