@@ -83,7 +83,7 @@ def part_deviations(
     hashed here when not given). Empty without a ledger: a project that never ledgered is
     judged by the audit alone."""
     every_entry = ledger.read(root)
-    entries = [e for e in every_entry if str(e.get("kind", "run")) not in PILOT_KINDS]
+    entries = [e for e in every_entry if not ledger.is_pilot(e)]
     if not entries:
         return []
     if present is None:
