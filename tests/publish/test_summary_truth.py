@@ -159,3 +159,17 @@ def test_every_appendix_table_labels_the_added_engine() -> None:
     named = [r for r in report.splitlines() if r.startswith("|") and "| late" in r]
     assert len(named) >= 3  # seal and completeness, the suite's completeness, engines
     assert all("| late (added after the seal)" in r for r in named), named
+
+
+def test_first_page_table_labels_added_and_lists_missing_sealed_engines() -> None:
+    """Table 1 of the first page (md, html and pdf share it) names every engine as the lines
+    do: the added one labelled, the sealed one without rows stated as NOT AS SEALED."""
+    from sealedeval.publish import first_page
+
+    s = summary.suite_summary("x", _section())
+    rows = {r[0]: r for r in first_page.headline_rows(s)}
+    assert "late (added after the seal)" in rows and "late" not in rows
+    assert rows["good"][1].startswith("0.800") and rows["good"][3] == "complete"
+    assert rows["gone"][1:] == ["n/a", "-", "no rows: sealed engine missing (NOT AS SEALED)"]
+    prose = " ".join(first_page.prose_lines(s))
+    assert prose.startswith("**NOT AS SEALED**: x/gone") and "Seal history" in prose

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from sealedeval.publish.summary import Comparison, Headline, SuiteSummary, summary_lines
 from sealedeval.render.figures import FigureSpec, ForestRow, forest_figure
 from sealedeval.render.md import num, table
+from sealedeval.render.metrics import engine_label
+from sealedeval.seal.standing import NOT_AS_SEALED
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,7 +77,8 @@ def interval_note(s: SuiteSummary) -> str:
 
 def headline_rows(s: SuiteSummary) -> list[list[str]]:
     """One row per headline number (engine, and the group the suite shows apart), then one per
-    engine that ran but has no headline number: nothing that ran is left out."""
+    engine that ran but has no headline number, and one per sealed engine without rows: nothing
+    that ran or was sealed is left out, and an engine added after the seal says so."""
     counts = {c.engine: c for c in s.completeness}
     rows: list[list[str]] = []
     seen: set[str] = set()
@@ -84,15 +87,18 @@ def headline_rows(s: SuiteSummary) -> list[list[str]]:
         c = counts.get(engine)
         if c is None:
             return ["-", "no runs"]
+        if c.absent:
+            return ["-", f"no rows: sealed engine missing ({NOT_AS_SEALED})"]
         return [f"{c.ok} / {c.requests}", _status(c.ok, c.error, c.missing, c.complete)]
 
     for h in s.headline:
-        who = (h.engine or "all") + (f" ({h.where})" if h.where else "")
+        name = engine_label(h.engine, h.added_after_seal) if h.engine else "all"
+        who = name + (f" ({h.where})" if h.where else "")
         rows.append([who, _interval(h), *run(h.engine)])
         seen.add(h.engine)
-    for engine in counts:
+    for engine, c in counts.items():
         if engine not in seen:
-            rows.append([engine, "n/a", *run(engine)])
+            rows.append([engine_label(engine, c.added_after_seal), "n/a", *run(engine)])
     return rows
 
 
