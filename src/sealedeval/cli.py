@@ -244,7 +244,8 @@ def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
     result = json.loads(path.read_text(encoding="utf-8"))
     print(f"results ({RESULT}):")
     for s in suite_summaries(result):
-        print(f"  {s.suite}: seal {s.seal_status}")
+        standing = "" if s.as_sealed else f"; NOT AS SEALED: {'; '.join(s.deviations)}"
+        print(f"  {s.suite}: seal {s.seal_status}{standing}")
         for h in s.headline:
             print(f"    {s.label}: {headline_text(h)}")
         if not s.headline:
@@ -346,14 +347,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
         ok = (sec.get("as_sealed") or {}).get("ok", True)
         print(f"{name}: seal {sec['seal']['status']}" + ("" if ok else "; NOT AS SEALED"))
     if not result["as_sealed"]["ok"]:
-        print(f"sealedeval: {result['status']}", file=sys.stderr)
+        # one line, last: under Snakemake it is the line the terminal and the closing table show
         if not args.allow_incomplete:
             print(
-                "sealedeval: the report says so; exit 1 (pass --allow-incomplete to publish it "
-                "with exit 0)",
+                f"sealedeval: error: {result['status']}; the reports say so "
+                "(`sealedeval publish --allow-incomplete` writes them with exit 0)",
                 file=sys.stderr,
             )
             return 1
+        print(f"sealedeval: {result['status']}", file=sys.stderr)
     return 0
 
 

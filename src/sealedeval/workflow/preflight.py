@@ -74,3 +74,37 @@ def check_seal(root: Path, suites: Sequence[str]) -> None:
             lock.check(root, suite, get_suite(suite).rubric_inputs(), cache=hashes)
     except UserError as e:
         fail(e)
+
+
+RESULT = Path("results/result.json")
+
+
+def not_as_sealed(root: Path) -> str:
+    """The status of a result that is NOT AS SEALED (``seal.standing``), else ''. The publish
+    rule writes such a result and its reports, labelled (``--allow-incomplete``: a failed job's
+    outputs would be deleted, and the reader would have nothing that says why); the build then
+    ends with this line and a non-zero status, so no one takes it for a clean build."""
+    import json
+
+    path = root / RESULT
+    if not path.exists():
+        return ""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return ""
+    if (result.get("as_sealed") or {}).get("ok", True):
+        return ""
+    return str(result.get("status", "NOT AS SEALED"))
+
+
+def end_build(root: Path) -> None:
+    """The end of a successful build: exit 1 with one line when the result is NOT AS SEALED."""
+    status = not_as_sealed(root)
+    if status:
+        print(
+            f"sealedeval: error: {status}; the reports say so ({RESULT.parent}/report.html)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(1)
