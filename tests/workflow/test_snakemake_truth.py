@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from tests.conftest import git
+from tests.workflow.test_snakemake_terminal import cli, terminal
+from tests.workflow.test_snakemake_terminal import snakemake as terminal_snakemake
 
 pytestmark = [
     pytest.mark.slow,
@@ -30,20 +30,8 @@ ITEMS = "data/example/items.jsonl"
 
 
 def snakemake(root: Path) -> tuple[int, str]:
-    proc = subprocess.run(
-        ["snakemake", "--cores", "2"], cwd=root, capture_output=True, text=True, timeout=600
-    )
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sealedeval.cli", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = terminal_snakemake(root)
+    return proc.returncode, terminal(proc)
 
 
 def set_engines(root: Path, engines: list[str]) -> None:

@@ -485,33 +485,25 @@ async def _dispatch(
     label: str | None = None,
     breaker: CircuitBreaker | None = None,
 ) -> None:
+    def dispatcher(phase_label: str | None) -> Dispatcher:
+        return Dispatcher(
+            engine,
+            writer,
+            p.seal,
+            progress=progress,
+            status=status,
+            label=phase_label,
+            breaker=breaker,
+        )
+
     await engine.start()
     try:
         if todo:
-            d = Dispatcher(
-                engine,
-                writer,
-                p.seal,
-                progress=progress,
-                status=status,
-                label=label,
-                breaker=breaker,
-            )
-            await d.run(todo, stats)
+            await dispatcher(label).run(todo, stats)
         writer.flush()
         more = later() if later is not None else None
         if more:
-            label2 = f"{label} phase 2" if label else None
-            d = Dispatcher(
-                engine,
-                writer,
-                p.seal,
-                progress=progress,
-                status=status,
-                label=label2,
-                breaker=breaker,
-            )
-            await d.run(more, stats)
+            await dispatcher(f"{label} phase 2" if label else None).run(more, stats)
     finally:
         await engine.close()
 
