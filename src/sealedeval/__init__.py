@@ -1,9 +1,84 @@
 """sealedeval: pre-registered, reproducible evaluation of LLM engines.
 
 The rubric is sealed before the first engine call; every published number is re-derived from the
-versioned raw runs. See DESIGN in the repository README for the stage layout.
+versioned raw runs (docs/architecture.md). From Python (docs/python-api.md)::
+
+    import sealedeval
+
+    run = sealedeval.eval("golden", ["reference"], root="myeval", config="config/tiny.yaml")
+    sealedeval.metrics_df("myeval")  # after `sealedeval publish`: one row per published metric
+
+The names below load on first use (module ``__getattr__``): ``import sealedeval`` is what every
+``sealedeval`` command pays at start-up, and the API's modules import the whole run stage and
+pandas.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-__all__ = ["__version__"]
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sealedeval.api import (
+        EngineRun,
+        EvalResult,
+        comparisons_df,
+        eval,
+        metrics_df,
+        samples_df,
+    )
+
+    __version__: str
+
+__all__ = [
+    "EngineRun",
+    "EvalResult",
+    "__version__",
+    "comparisons_df",
+    "eval",
+    "metrics_df",
+    "samples_df",
+]
+
+_API = frozenset(__all__) - {"__version__"}
+_NO_METADATA = "0+unknown"
+"""The version of a copy that is neither installed nor a source checkout with pyproject.toml."""
+
+
+def _version() -> str:
+    """The installed distribution's version; in a source checkout without metadata (the sources
+    on ``PYTHONPATH``, nothing installed), pyproject.toml's, so rows and result.json name the
+    version the code carries."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sealedeval")
+    except PackageNotFoundError:
+        pass
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project") or {}
+    except (OSError, tomllib.TOMLDecodeError):
+        return _NO_METADATA
+    if project.get("name") != "sealedeval":
+        return _NO_METADATA
+    return str(project.get("version") or _NO_METADATA)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _API:
+        from sealedeval import api
+
+        value = getattr(api, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
