@@ -161,15 +161,20 @@ def test_duplicate_case_ids_are_an_error(tmp_path: Path, su: Path) -> None:
     ],
 )
 def test_a_bad_key_is_one_line_naming_file_and_case(
-    tmp_path: Path, text: str, message: str, su: Path
+    tmp_path: Path, text: str, message: str
 ) -> None:
     f = tmp_path / "key.yaml"
     f.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match=message) as e:
         load_key(f)
     assert str(f) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_command_given_a_bad_key_exits_2_with_one_line(tmp_path: Path, su: Path) -> None:
+    f = tmp_path / "key.yaml"
+    f.write_text("schema: bloodpanel-answer-key/1\ncases:\n  A: {expected_keywords: x}\n", "utf-8")
     proc = _cli("--profile", "sealed", "--format", "kantesti", str(su), "--key", str(f))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and str(f) in proc.stderr
 
 
 def test_kantesti_su_penalises_only_trap_cases_and_scores_empty_keys_as_recalled() -> None:
