@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -232,20 +233,42 @@ def test_a_bad_result_json_is_one_line_naming_it(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
-def test_import_sealedeval_stays_cheap_and_names_its_version() -> None:
-    code = (
-        "import sys, sealedeval; heavy = [m for m in ('pandas', 'pyarrow', 'sealedeval.api', "
-        "'sealedeval.run', 'importlib.metadata') if m in sys.modules]; print(heavy); "
-        "print(sealedeval.__version__); "
-        "print(sorted(set(sealedeval.__all__) - set(dir(sealedeval))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+def _python(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, check=True, timeout=60, env=env
     ).stdout.splitlines()
+
+
+def test_import_sealedeval_stays_cheap_and_names_its_version() -> None:
+    heavy = "('pandas', 'pyarrow', 'sealedeval.api', 'sealedeval.run', 'importlib.metadata')"
+    out = _python(
+        "-c",
+        f"import sys, sealedeval; print([m for m in {heavy} if m in sys.modules]); "
+        "print(sealedeval.__version__); print('importlib.metadata' in sys.modules); "
+        "print(sorted(set(sealedeval.__all__) - set(dir(sealedeval))))",
+    )
     assert out[0] == "[]"
     from importlib.metadata import version
 
     assert out[1] == version("sealedeval") == se.__version__
-    assert out[2] == "[]"
+    assert out[2] == "False"  # read from the installed METADATA without importing the module
+    assert out[3] == "[]"
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         se.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("pyproject", [True, False])
+def test_a_source_tree_without_metadata_takes_pyprojects_version(
+    tmp_path: Path, pyproject: bool
+) -> None:
+    """Nothing installed (``python -S``: no site-packages), the sources on PYTHONPATH."""
+    pkg = tmp_path / "src" / "sealedeval"
+    pkg.mkdir(parents=True)
+    shutil.copyfile(Path(se.__file__), pkg / "__init__.py")
+    if pyproject:
+        (tmp_path / "pyproject.toml").write_text(
+            '[project]\nname = "sealedeval"\nversion = "9.8.7"\n', encoding="utf-8"
+        )
+    env = {"PYTHONPATH": str(tmp_path / "src"), "PATH": os.environ.get("PATH", "")}
+    out = _python("-S", "-c", "import sealedeval; print(sealedeval.__version__)", env=env)
+    assert out == ["9.8.7" if pyproject else "0+unknown"]
