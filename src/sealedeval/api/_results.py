@@ -6,7 +6,8 @@ comparisons as result.json holds them. So a DataFrame's numbers are the publishe
 notebook that filters or plots them cannot drift from the report.
 
 - ``samples_df``: one row per graded row, every suite's rows one after the other (suites in
-  file-name order, rows in the file's order); columns are the union of the suites' columns.
+  file-name order, rows in the file's order); ``suite`` first, then the union of the suites'
+  columns in their files' order.
 - ``metrics_df``: one row per ``stats.metrics.Metric`` (every suite's ``analysis.metrics``):
   ``suite``, ``metric``, one column per group key (``engine``, ``branch``, ...: empty where a
   metric has no such group; a key that collides with a fixed column is prefixed ``group_``),
@@ -121,7 +122,9 @@ def samples_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
     for suite, path in source(source_dir).graded():
         rows = read_graded(path)
         df = pd.DataFrame(dict(zip(rows.names, rows.columns, strict=True)), columns=rows.names)
-        if "suite" not in df.columns:
+        if "suite" in df.columns:
+            df = df[["suite", *(c for c in rows.names if c != "suite")]]
+        else:
             df.insert(0, "suite", suite)
         frames.append(df)
     return pd.concat(frames, ignore_index=True, sort=False)
