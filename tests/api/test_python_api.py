@@ -28,6 +28,9 @@ SUITES = ("golden", "bloodpanel", "grounding")
 PLANNED = {"golden": 24, "bloodpanel": 16, "grounding": 34}
 """Calls the tiny profile plans on the reference engine (docs/golden.md, bloodpanel.md,
 grounding.md)."""
+END_TO_END = pytest.mark.slow
+"""The tests on the built project: a sealed project, three suites run, a full publish (figures,
+report.pdf) and a bundle, about half a minute on two idle cores."""
 VOLATILE = {"started_at", "finished_at", "latency_s", "seal_commit"}
 """Raw-row fields that differ between two runs of the same requests (times; the two copies'
 seal commits are made separately)."""
@@ -75,6 +78,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+@END_TO_END
 def test_eval_is_sealed_and_returns_each_engines_run(built: Built) -> None:
     lock = json.loads((built.root / "rubric.lock").read_text(encoding="utf-8"))
     for suite, res in built.runs.items():
@@ -94,6 +98,7 @@ def test_eval_is_sealed_and_returns_each_engines_run(built: Built) -> None:
         built.runs["golden"].run("local")
 
 
+@END_TO_END
 def test_eval_writes_the_rows_and_ledger_the_command_writes(built: Built) -> None:
     assert _raw(built.root, "golden") == _raw(built.cli_copy, "golden")
     entries = [
@@ -105,6 +110,7 @@ def test_eval_writes_the_rows_and_ledger_the_command_writes(built: Built) -> Non
     ]
 
 
+@END_TO_END
 def test_a_second_eval_resumes_and_calls_nothing(built: Built, tmp_path: Path) -> None:
     copy = tmp_path / "proj"
     shutil.copytree(built.cli_copy, copy, symlinks=True)
@@ -113,6 +119,7 @@ def test_a_second_eval_resumes_and_calls_nothing(built: Built, tmp_path: Path) -
     assert (run.requested, run.skipped, run.ok, run.error) == (24, 24, 0, 0)
 
 
+@END_TO_END
 def test_eval_refuses_an_unsealed_rubric_and_unknown_names(built: Built, tmp_path: Path) -> None:
     copy = tmp_path / "proj"
     shutil.copytree(built.cli_copy, copy, symlinks=True)
@@ -130,6 +137,7 @@ def test_eval_refuses_an_unsealed_rubric_and_unknown_names(built: Built, tmp_pat
     assert ledger == (built.cli_copy / "ledger.jsonl").read_text(encoding="utf-8")
 
 
+@END_TO_END
 def test_samples_df_holds_every_graded_row(built: Built) -> None:
     df = se.samples_df(built.root)
     graded = sorted((built.root / "results/graded").glob("*.parquet"))
@@ -142,6 +150,7 @@ def test_samples_df_holds_every_graded_row(built: Built) -> None:
     assert set(df["engine"]) == {"reference"} and df["request_key"].notna().all()
 
 
+@END_TO_END
 def test_metrics_df_numbers_are_result_json(built: Built) -> None:
     df = se.metrics_df(built.root)
     want = [
@@ -159,6 +168,7 @@ def test_metrics_df_numbers_are_result_json(built: Built) -> None:
     assert df["estimate"].dtype == "float64" and df["n_ok"].dtype == "int64"
 
 
+@END_TO_END
 def test_the_headline_of_every_suite_is_a_metrics_df_row(built: Built) -> None:
     df = se.metrics_df(built.root)
     heads = [(s, h) for s in suite_summaries(built.result) for h in s.headline]
@@ -170,6 +180,7 @@ def test_the_headline_of_every_suite_is_a_metrics_df_row(built: Built) -> None:
         assert (rows["n_total"] == h.n_total).any()
 
 
+@END_TO_END
 def test_comparisons_df_numbers_are_result_json(built: Built) -> None:
     df = se.comparisons_df(built.root)
     assert len(df) > 0
@@ -183,12 +194,14 @@ def test_comparisons_df_numbers_are_result_json(built: Built) -> None:
     assert len(df) == counted  # every record, none twice
 
 
+@END_TO_END
 def test_a_bundle_reads_as_its_project(built: Built) -> None:
     assert (built.bundle / "SHA256SUMS").is_file()
     pd.testing.assert_frame_equal(se.metrics_df(built.bundle), se.metrics_df(built.root))
     pd.testing.assert_frame_equal(se.comparisons_df(built.bundle), se.comparisons_df(built.root))
 
 
+@END_TO_END
 def test_samples_of_a_bundle_are_its_graded_files(built: Built, tmp_path: Path) -> None:
     """``sealedeval bundle`` deposits no graded file today: samples_df says so in one line.
     With the graded files under their bundle names (``graded__<suite>.parquet``, the flat name

@@ -46,6 +46,7 @@ def _publish(root: Path) -> dict:
     return json.loads((root / "results" / "result.json").read_text())
 
 
+@pytest.mark.slow
 def test_logs_made_before_the_seal_say_so_and_the_audit_verifies_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

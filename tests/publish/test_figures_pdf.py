@@ -50,6 +50,7 @@ def _changed(built: dict[str, bytes], result: dict[str, Any], suite: str) -> set
     return {k.rsplit(".", 1)[0] for k, v in again.items() if v != built[k]}
 
 
+@pytest.mark.slow
 def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) -> None:
     want = {f"{s}_{n}.{x}" for s, names in EXPECTED.items() for n in names for x in ("png", "svg")}
     assert set(built) == want
@@ -59,6 +60,7 @@ def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) ->
     assert b"<dc:date>" not in svg and b"Matplotlib v" not in svg
 
 
+@pytest.mark.slow
 def test_rebuild_in_a_fresh_process_with_two_workers_is_byte_identical(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:
@@ -90,6 +92,7 @@ def _savefig_laid_out(spec: Any) -> dict[str, bytes]:
     return {"svg": svg, "png": render_bytes(fig, "png", dpi=figures.PNG_DPI)}
 
 
+@pytest.mark.slow
 def test_one_frozen_layout_gives_what_savefig_laid_out(built: dict[str, bytes]) -> None:
     """render_formats lays each figure out once and skips savefig's disabled draws: the bytes
     of every figure of every suite, in both formats, are what savefig's own layout gave."""
@@ -102,6 +105,7 @@ def test_one_frozen_layout_gives_what_savefig_laid_out(built: dict[str, bytes]) 
         assert built[f"{name}.png"] == want["png"], name
 
 
+@pytest.mark.slow
 def test_figures_follow_their_own_data_only(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
     bp = r["suites"]["bloodpanel"]["analysis"]
@@ -227,6 +231,7 @@ def _pngs(tmp_path: Path, built: dict[str, bytes]) -> list[Path]:
     return out
 
 
+@pytest.mark.slow
 def test_pdf_places_every_figure_deterministically(tmp_path: Path, built: dict[str, bytes]) -> None:
     md = render_report(RESULT)
     pngs = _pngs(tmp_path, built)
@@ -313,6 +318,7 @@ def test_pdf_opens_with_the_summary_page_then_the_appendix(
     assert not any(f"({p.stem})" in first for p in tmp_path.glob("*.png"))  # no figure on it
 
 
+@pytest.mark.slow
 def test_pdf_from_the_figure_workers_equals_pdf_from_the_png_files(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:

@@ -254,6 +254,7 @@ def page() -> str:
     return rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
 
 
+@pytest.mark.slow
 def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) -> None:
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None and "default-src 'none'" in csp.group(1)
@@ -270,6 +271,7 @@ def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) ->
     assert "alert(1)" not in page
 
 
+@pytest.mark.slow
 def test_page_order_summary_sections_figures_samples(page: str) -> None:
     pos = [page.index(x) for x in ('id="summary"', 'id="suite-', "<figure", 'id="samples"')]
     assert pos == sorted(pos)
@@ -283,6 +285,7 @@ def test_page_order_summary_sections_figures_samples(page: str) -> None:
     assert page.count("<figure") == len(rh.figure_svgs(RESULT))
 
 
+@pytest.mark.slow
 def test_page_is_a_pure_function_of_its_inputs(page: str) -> None:
     again = rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
     assert again == page
