@@ -172,6 +172,7 @@ def test_optional_figures_appear_only_with_their_data() -> None:
     }
 
 
+@pytest.mark.slow
 def test_missing_estimates_draw_as_na_not_dropped(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
     bp = r["suites"]["bloodpanel"]["analysis"]
@@ -198,6 +199,7 @@ def test_write_figures_removes_stale_and_skips_unregistered(
     assert not list((tmp_path / "results/figures").iterdir())
 
 
+@pytest.mark.slow
 def test_report_md_references_every_figure_once_with_its_caption(built: dict[str, bytes]) -> None:
     md = render_report(RESULT)
     refs = re.findall(r"^!\[Figure (\d+)\]\(figures/(\w+)\.svg\)$", md, re.M)

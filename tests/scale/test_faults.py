@@ -145,6 +145,7 @@ def test_ten_percent_mixed_faults_all_accounted(tmp_path: Path) -> None:
     assert counts["complete"] is False
 
 
+@pytest.mark.slow
 def test_disk_full_is_one_clear_error_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
