@@ -35,6 +35,7 @@ def test_mypy_strict_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout[-4000:]
 
 
+@pytest.mark.slow  # the real Snakemake parses the workflow
 @pytest.mark.skipif(shutil.which("snakemake") is None, reason="snakemake missing")
 def test_snakemake_lint_is_clean() -> None:
     proc = _run("snakemake", "--lint", timeout=300)

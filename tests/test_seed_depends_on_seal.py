@@ -1,4 +1,4 @@
-"""Item generation provably depends on the seal (DESIGN, generate).
+"""Item generation provably depends on the seal (docs/workflow.md, ``sealedeval generate``).
 
 Every suite's items derive their seeds from the config seed *and* the rubric hash, so a different
 rubric gives different cases: nobody can pick a favourable cohort after looking, and keep the

@@ -160,5 +160,6 @@ def _encoded_messages(parts: tuple[tuple[tuple[str, str], ...], ...]) -> str:
 
 
 def suite_seed(cfg: Config, suite: str, rubric_sha256: str) -> int:
-    """Item seeds derive from the config seed and the rubric hash (see DESIGN, generate)."""
+    """Item seeds derive from the config seed and the rubric hash (docs/workflow.md,
+    ``sealedeval generate``): a re-sealed rubric draws other items."""
     return derive_seed(cfg.seed, rubric_sha256, suite)

@@ -171,10 +171,6 @@ def get_suite(name: str) -> Suite:
     return suites.get(name)
 
 
-def all_suites() -> list[Suite]:
-    return [suites.get(n) for n in suites.names()]
-
-
 def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] | None:
     """The JSON Schema of ``suites.<name>``: a ``config.schema.yaml`` beside the suite's module
     (found without importing the suite, so loading a config stays cheap), else the suite's

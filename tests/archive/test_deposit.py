@@ -51,6 +51,7 @@ def proj(project: Callable[..., Path]) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
     with serve(TOKEN) as st:
         env = {"ZENODO_API_TOKEN": TOKEN, "SEALEDEVAL_ZENODO_URL": st.base}
@@ -112,6 +113,7 @@ def test_zenodo_draft_publish_and_new_version(proj: Path) -> None:
     assert TOKEN not in out
 
 
+@pytest.mark.slow
 def test_zenodo_errors_redact_the_token(proj: Path) -> None:
     with serve("another-token") as st:
         rc, out = _run(
@@ -122,11 +124,13 @@ def test_zenodo_errors_redact_the_token(proj: Path) -> None:
     assert not (proj / "results/deposit.json").exists()
 
 
+@pytest.mark.slow
 def test_missing_token_is_one_line(proj: Path) -> None:
     rc, out = _run(proj, "deposit", "--sandbox", env={"ZENODO_SANDBOX_API_TOKEN": ""})
     assert rc == 2 and "ZENODO_SANDBOX_API_TOKEN" in out and len(out.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_figshare_upload_parts_and_publish(proj: Path) -> None:
     with serve(TOKEN) as st:
         env = {"FIGSHARE_TOKEN": TOKEN, "SEALEDEVAL_FIGSHARE_URL": st.base + "/v2"}
@@ -147,6 +151,7 @@ def test_figshare_upload_parts_and_publish(proj: Path) -> None:
     assert TOKEN not in out
 
 
+@pytest.mark.slow
 def test_cite_from_config(proj: Path) -> None:
     sealedeval(proj, "cite")
     cff = yaml.safe_load((proj / "CITATION.cff").read_text())

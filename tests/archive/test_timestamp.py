@@ -18,6 +18,7 @@ def _anchor_line(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("external anchors"))
 
 
+@pytest.mark.slow
 def test_tsa_token_verifies_and_tamper_fails(project: Callable[..., Path], tmp_path: Path) -> None:
     root = project(commit_lock=False)
     make_tsa(tmp_path / "tsa")
@@ -54,6 +55,7 @@ def test_tsa_token_verifies_and_tamper_fails(project: Callable[..., Path], tmp_p
     assert proc.returncode == 1 and "signature does not verify" in _anchor_line(proc.stdout)
 
 
+@pytest.mark.slow
 def test_without_anchor_audit_says_only_git_date(project: Callable[..., Path]) -> None:
     root = project()
     sealedeval(root, "run", "golden", "--engine", "reference", "--no-progress", *TINY)
@@ -66,6 +68,7 @@ def _ledger_line(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("ledger chain"))
 
 
+@pytest.mark.slow
 def test_the_ledger_head_time_stamped_at_publish_fixes_every_entry(
     project: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -115,6 +118,7 @@ def test_the_ledger_head_time_stamped_at_publish_fixes_every_entry(
     assert "entries up to #1 were rewritten after their timestamp" in line
 
 
+@pytest.mark.slow
 def test_ledger_head_needs_a_tsa_and_a_ledger(project: Callable[..., Path]) -> None:
     root = project()
     proc = sealedeval(root, "seal", "--ledger-head", check=False)

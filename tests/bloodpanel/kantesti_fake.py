@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tests.conftest import shared_fixture
+
 ENDPOINT = "/api/v11/01-06-2025/analyze"
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/kantesti-v11/responses_v11_full.json"
+V11 = "responses_v11_full.json"
 
 
 @dataclass
@@ -58,7 +59,7 @@ def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dic
 
 
 def fixture_sections(case_id: str = "BT-001-IDA") -> list[dict[str, Any]]:
-    doc = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    doc = json.loads((shared_fixture("kantesti-v11", V11) / V11).read_text(encoding="utf-8"))
     for c in doc["cases"]:
         if c["summary"]["case_id"] == case_id:
             return list(c["response"]["sections"])

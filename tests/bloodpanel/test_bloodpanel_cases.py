@@ -20,7 +20,6 @@ from sealedeval.suites.bloodpanel.cases import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CURATED = ROOT / "data" / "bloodpanel" / "curated.yaml"
-FIXTURE_DIR = ROOT / "tests" / "fixtures" / "kantesti-v11"
 
 
 @pytest.fixture(scope="module")

@@ -251,6 +251,7 @@ def test_echoed_credentials_are_scrubbed(curated: list[Case], creds: None) -> No
     assert PASSWORD not in dumped and USER not in dumped and "***" in dumped
 
 
+@pytest.mark.slow
 def test_run_through_the_cli_records_paths_and_no_secrets(tmp_path: Path) -> None:
     """Three curated cases, one request at a time: primary, fallback (two timeouts), primary."""
     root = make_project(tmp_path / "proj")

@@ -187,6 +187,7 @@ def test_the_same_seed_gives_the_same_bytes() -> None:
     assert render_pdf(case.to_record()) == render_pdf(case.to_record())
 
 
+@pytest.mark.slow
 def test_every_localized_prompt_passes_the_leak_check(cohort: list[Case]) -> None:
     for case in cohort:
         for label in ("DE", "FR", "ES", "IT", "PT", "TR", "SA", "CN", "GB"):

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.conftest import shared_fixture
 
 from sealedeval.suites.bloodpanel.matching import (
     Document,
@@ -17,7 +18,7 @@ from sealedeval.suites.bloodpanel.matching import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CURATED = ROOT / "data" / "bloodpanel" / "curated.yaml"
-FIXTURE_DIR = ROOT / "tests" / "fixtures" / "kantesti-v11"
+V11 = "responses_v11_full.json"
 
 RULE = ROOT / "data" / "bloodpanel" / "SEALED_RULE.md"
 
@@ -143,7 +144,7 @@ def test_fast_matcher_equals_plain_regex() -> None:
     from sealedeval.suites.bloodpanel.matching import term_matcher, term_pattern
     from sealedeval.suites.bloodpanel.vocabulary import SYNONYMS
 
-    doc = json.loads((ROOT / "tests/fixtures/kantesti-v11/responses_v11_full.json").read_text())
+    doc = json.loads((shared_fixture("kantesti-v11", V11) / V11).read_text(encoding="utf-8"))
     texts = [normalize(json.dumps(c["response"])) for c in doc["cases"]]
     texts.append(normalize("Abnormal normal; anaemic anemia; hba1c/a1c; ckd-epi ckd; x-ray sle."))
     for key in [*SYNONYMS, "gout", "viral", "ferritin"]:
@@ -179,7 +180,7 @@ def _fixture_reports() -> list[tuple[list[str], tuple[str, ...]]]:
     from sealedeval.suites.bloodpanel.rubric import normalize_response
 
     by_id = cases_by_id(load_curated(CURATED))
-    doc = json.loads((FIXTURE_DIR / "responses_v11_full.json").read_text(encoding="utf-8"))
+    doc = json.loads((shared_fixture("kantesti-v11", V11) / V11).read_text(encoding="utf-8"))
     out = []
     for entry in doc["cases"]:
         case = by_id[entry["summary"]["case_id"]]

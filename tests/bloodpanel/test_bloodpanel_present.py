@@ -53,6 +53,7 @@ def test_report_section_is_the_pre_redesign_text(tag: str) -> None:
     assert BloodpanelSuite().report_sections(SECTIONS[tag]) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tag", sorted(SECTIONS))
 def test_figures_are_the_pre_redesign_bytes(tag: str) -> None:
     specs = BloodpanelSuite().figures(SECTIONS[tag])

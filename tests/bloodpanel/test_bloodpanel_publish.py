@@ -8,6 +8,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import pytest
 from tests.conftest import make_project
 
 from sealedeval.cli import main
@@ -23,6 +24,7 @@ def cli(root: Path, *args: str) -> tuple[int, str]:
     return rc, out.getvalue() + err.getvalue()
 
 
+@pytest.mark.slow
 def test_tiny_publish_writes_deterministic_scorecards_and_report(tmp_path: Path) -> None:
     root = make_project(tmp_path / "proj")
     assert cli(root, "run", "bloodpanel", "--no-progress")[0] == 0

@@ -3,6 +3,7 @@ duplicate ids, the kantesti-su profile (issue 16)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import shared_fixture
 
 from sealedeval.errors import UserError
 from sealedeval.suites.bloodpanel.cases import load_curated
@@ -23,9 +25,24 @@ from sealedeval.suites.bloodpanel.rubric import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SU = ROOT / "tests/fixtures/kantesti-su/responses_su_excerpt.json"
-KEY = ROOT / "tests/fixtures/kantesti-su/answer_key.yaml"
-V11 = ROOT / "tests/fixtures/kantesti-v11/responses_v11_full.json"
+KEY = Path(__file__).resolve().parent / "fixtures/kantesti_su_answer_key.yaml"
+SU_SAMPLE = "kantesti_100k_sample201_full.json.gz"
+V11 = "responses_v11_full.json"
+
+
+@pytest.fixture(scope="module")
+def su(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The second update's published run as these tests read it: the 201-case sample's
+    top-level fields and the seven cases our answer key covers, verbatim and in the file's
+    order (third-party data, read from ../shared, never committed here)."""
+    src = shared_fixture("kantesti-su-201", SU_SAMPLE) / SU_SAMPLE
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    keyed = set(load_key(KEY))
+    doc["cases"] = [c for c in doc["cases"] if c["summary"]["case_id"] in keyed]
+    assert len(doc["cases"]) == len(keyed) == 7
+    out = tmp_path_factory.mktemp("kantesti-su") / "responses_su_excerpt.json"
+    out.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    return out
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,8 +63,8 @@ def _json(*args: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("profile", ["kantesti-v11", "sealed", "kantesti-su"])
-def test_every_profile_regrades_a_second_update_file_with_a_key(profile: str) -> None:
-    doc = _json("--profile", profile, "--format", "kantesti", str(SU), "--key", str(KEY))
+def test_every_profile_regrades_a_second_update_file_with_a_key(profile: str, su: Path) -> None:
+    doc = _json("--profile", profile, "--format", "kantesti", str(su), "--key", str(KEY))
     assert doc["format"] == "kantesti-su" and doc["sampled"] and doc["cases_total"] == 100000
     assert doc["aggregate"]["n"] == doc["aggregate"]["n_ok"] == 7 and not doc["unknown_ids"]
     assert doc["cases"][0]["case_id"] == "KT-0000000-KR"
@@ -56,8 +73,8 @@ def test_every_profile_regrades_a_second_update_file_with_a_key(profile: str) ->
     assert all(c["published_composite"] == 1.0 for c in doc["cases"])
 
 
-def test_kantesti_su_is_the_second_updates_own_scorer() -> None:
-    res = regrade_kantesti(SU, "kantesti-su", key=load_key(KEY))
+def test_kantesti_su_is_the_second_updates_own_scorer(su: Path) -> None:
+    res = regrade_kantesti(su, "kantesti-su", key=load_key(KEY))
     # Its subsection list is not V11's: the responses (V11 shortcodes) hit 3 of its 16.
     assert len(SU_SUBSECTION_CODES) == 16 and set(SU_SUBSECTION_CODES) != set(SUBSECTION_CODES)
     for c in res["cases"]:
@@ -66,12 +83,12 @@ def test_kantesti_su_is_the_second_updates_own_scorer() -> None:
         # No item carries a numeric "probability" field: sum 0, which that scorer calls valid.
         assert c["prob_sum"] == 0.0 and c["prob_valid"]
         assert c["composite"] == round(c["composite"], 4)
-    v11 = regrade_kantesti(SU, "kantesti-v11", key=load_key(KEY))
+    v11 = regrade_kantesti(su, "kantesti-v11", key=load_key(KEY))
     assert all(c["prob_sum"] == 100.0 and c["prob_valid"] for c in v11["cases"])
 
 
-def test_sealed_charges_a_differential_that_names_no_condition() -> None:
-    res = regrade_kantesti(SU, "sealed", key=load_key(KEY))
+def test_sealed_charges_a_differential_that_names_no_condition(su: Path) -> None:
+    res = regrade_kantesti(su, "sealed", key=load_key(KEY))
     for c in res["cases"]:
         details = json.loads(c["details"])
         assert c["prob_sum"] == 100.0 and not c["prob_valid"] and details["prob_named"] is False
@@ -80,8 +97,10 @@ def test_sealed_charges_a_differential_that_names_no_condition() -> None:
     assert not names_conditions([("Other", 70.0), ("NAFLD", 30.0)])
 
 
-def test_unknown_ids_are_all_named_at_once_and_partial_needs_the_flag(tmp_path: Path) -> None:
-    proc = _cli("--profile", "sealed", "--format", "kantesti", str(SU))
+def test_unknown_ids_are_all_named_at_once_and_partial_needs_the_flag(
+    tmp_path: Path, su: Path
+) -> None:
+    proc = _cli("--profile", "sealed", "--format", "kantesti", str(su))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     for cid in ("KT-0000000-KR", "KT-0000004-SE", "KT-0000015-ES"):
         assert cid in proc.stderr
@@ -89,10 +108,10 @@ def test_unknown_ids_are_all_named_at_once_and_partial_needs_the_flag(tmp_path: 
     short = tmp_path / "key.yaml"
     lines = KEY.read_text(encoding="utf-8").split("  KT-0000004-SE:")[0]
     short.write_text(lines, encoding="utf-8")  # KT-0000000 … KT-0000003 only
-    proc = _cli("--profile", "sealed", "--format", "kantesti", str(SU), "--key", str(short))
+    proc = _cli("--profile", "sealed", "--format", "kantesti", str(su), "--key", str(short))
     assert proc.returncode == 2 and "3 of 7 case ids not in the answer key" in proc.stderr
     doc = _json(
-        "--profile", "sealed", "--format", "kantesti", str(SU), "--key", str(short), "--partial"
+        "--profile", "sealed", "--format", "kantesti", str(su), "--key", str(short), "--partial"
     )
     assert doc["partial"] and doc["unknown_ids"] == [
         "KT-0000004-SE",
@@ -106,13 +125,13 @@ def test_unknown_ids_are_all_named_at_once_and_partial_needs_the_flag(tmp_path: 
         "KT-0000003-SE",
     ]
     text = _cli(
-        "--profile", "sealed", "--format", "kantesti", str(SU), "--key", str(short), "--partial"
+        "--profile", "sealed", "--format", "kantesti", str(su), "--key", str(short), "--partial"
     )
     assert text.returncode == 0 and "PARTIAL: 3 case ids not graded" in text.stdout
 
 
-def test_duplicate_case_ids_are_an_error(tmp_path: Path) -> None:
-    doc = json.loads(SU.read_text(encoding="utf-8"))
+def test_duplicate_case_ids_are_an_error(tmp_path: Path, su: Path) -> None:
+    doc = json.loads(su.read_text(encoding="utf-8"))
     doc["cases"].append(doc["cases"][4])
     f = tmp_path / "dup.json"
     f.write_text(json.dumps(doc), encoding="utf-8")
@@ -149,8 +168,13 @@ def test_a_bad_key_is_one_line_naming_file_and_case(
     with pytest.raises(UserError, match=message) as e:
         load_key(f)
     assert str(f) in str(e.value) and "\n" not in str(e.value)
-    proc = _cli("--profile", "sealed", "--format", "kantesti", str(SU), "--key", str(f))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_the_command_given_a_bad_key_exits_2_with_one_line(tmp_path: Path, su: Path) -> None:
+    f = tmp_path / "key.yaml"
+    f.write_text("schema: bloodpanel-answer-key/1\ncases:\n  A: {expected_keywords: x}\n", "utf-8")
+    proc = _cli("--profile", "sealed", "--format", "kantesti", str(su), "--key", str(f))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and str(f) in proc.stderr
 
 
 def test_kantesti_su_penalises_only_trap_cases_and_scores_empty_keys_as_recalled() -> None:
@@ -189,6 +213,6 @@ def test_kantesti_su_penalises_only_trap_cases_and_scores_empty_keys_as_recalled
 
 def test_the_v11_fixture_still_gives_0_9522_and_v11_files_are_not_second_update() -> None:
     cases = load_curated(ROOT / "data/bloodpanel/curated.yaml")
-    res = regrade_kantesti(V11, "kantesti-v11", cases)
+    res = regrade_kantesti(shared_fixture("kantesti-v11", V11) / V11, "kantesti-v11", cases)
     assert round(res["aggregate"]["composite"], 4) == 0.9522
     assert res["format"] == "kantesti-v11" and not res["sampled"] and res["cases_total"] == 15

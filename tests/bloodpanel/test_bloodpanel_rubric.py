@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import shared_fixture
 
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
 from sealedeval.suites.bloodpanel.compare import sealed_vs_v11_markdown
@@ -23,8 +24,14 @@ from sealedeval.suites.bloodpanel.rubric import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CURATED = ROOT / "data" / "bloodpanel" / "curated.yaml"
-FIXTURE_DIR = ROOT / "tests" / "fixtures" / "kantesti-v11"
-RESPONSES = FIXTURE_DIR / "responses_v11_full.json"
+RESPONSES = "responses_v11_full.json"
+SCORECARD = "published_v11_scorecard.csv"
+
+
+def v11_file(name: str) -> Path:
+    """A file of the published V11 run (third-party data in ../shared/fixtures/kantesti-v11)."""
+    return shared_fixture("kantesti-v11", name) / name
+
 
 # What the published V11 code gives where the publication printed something else.
 V11_CORRECTED = {
@@ -42,12 +49,12 @@ def cases() -> list[Case]:
 
 @pytest.fixture(scope="module")
 def v11(cases: list[Case]) -> dict[str, Any]:
-    return regrade_kantesti(RESPONSES, "kantesti-v11", cases)
+    return regrade_kantesti(v11_file(RESPONSES), "kantesti-v11", cases)
 
 
 @pytest.fixture(scope="module")
 def sealed(cases: list[Case]) -> dict[str, Any]:
-    return regrade_kantesti(RESPONSES, "sealed", cases, explain=True)
+    return regrade_kantesti(v11_file(RESPONSES), "sealed", cases, explain=True)
 
 
 def test_v11_profile_reproduces_0_9522(v11: dict[str, Any]) -> None:
@@ -59,7 +66,7 @@ def test_v11_profile_reproduces_0_9522(v11: dict[str, Any]) -> None:
 
 
 def test_v11_profile_every_case(v11: dict[str, Any]) -> None:
-    with (FIXTURE_DIR / "published_v11_scorecard.csv").open(encoding="utf-8") as fh:
+    with v11_file(SCORECARD).open(encoding="utf-8") as fh:
         published = {r["case_id"]: r for r in csv.DictReader(fh)}
     got = {r["case_id"]: r for r in v11["cases"]}
     assert set(got) == set(published)
@@ -108,7 +115,7 @@ def test_sealed_profile_figure(sealed: dict[str, Any]) -> None:
 
 
 def test_sealed_vs_v11_markdown_is_current(cases: list[Case]) -> None:
-    text = sealed_vs_v11_markdown(RESPONSES, cases)
+    text = sealed_vs_v11_markdown(v11_file(RESPONSES), cases)
     checked_in = (ROOT / "data" / "bloodpanel" / "SEALED_VS_V11.md").read_text(encoding="utf-8")
     assert text == checked_in, "regenerate data/bloodpanel/SEALED_VS_V11.md"
     assert "| sealed | 0.9879 |" in text and "| kantesti-v11 (published rules) | 0.9522 |" in text

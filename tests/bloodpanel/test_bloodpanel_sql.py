@@ -108,6 +108,7 @@ def test_unset_variable_bad_url_and_failed_query_are_one_line_errors(
 
 _PG_REASON = pg.unavailable()
 needs_pg = pytest.mark.skipif(_PG_REASON is not None, reason=_PG_REASON or "")
+slow = pytest.mark.slow  # a real PostgreSQL cluster (initdb, pg_ctl)
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +124,7 @@ def reader_url(cluster: pg.Cluster, cases: list[Case]) -> str:
     return pg.load_cases(cluster, [c.to_record() for c in cases])
 
 
+@slow
 @needs_pg
 def test_postgres_read_only_role_loads_the_same_cases(
     reader_url: str, cases: list[Case], monkeypatch: pytest.MonkeyPatch
@@ -134,6 +136,7 @@ def test_postgres_read_only_role_loads_the_same_cases(
     assert "reader-pw" not in json.dumps(meta)
 
 
+@slow
 @needs_pg
 def test_postgres_role_and_transaction_refuse_writes(
     cluster: pg.Cluster, reader_url: str, monkeypatch: pytest.MonkeyPatch
@@ -159,6 +162,7 @@ def test_postgres_role_and_transaction_refuse_writes(
     conn.close()
 
 
+@slow
 @needs_pg
 def test_postgres_source_through_the_cli_records_the_frozen_query(
     tmp_path: Path, reader_url: str, cases: list[Case]

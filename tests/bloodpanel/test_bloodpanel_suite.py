@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import shared_fixture
 
 from sealedeval.canonical import dumps
 from sealedeval.config import Config, load_config
@@ -24,7 +25,7 @@ from sealedeval.suites.bloodpanel.suite import BloodpanelSuite
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests/fixtures/kantesti-v11/responses_v11_full.json"
+V11 = "responses_v11_full.json"
 SEED = 987654321
 
 
@@ -307,6 +308,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
+    fixture = shared_fixture("kantesti-v11", V11) / V11
     proc = _cli(
         "regrade",
         "bloodpanel",
@@ -314,7 +316,7 @@ def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
         "kantesti-v11",
         "--format",
         "kantesti",
-        str(FIXTURE),
+        str(fixture),
         "--json",
     )
     assert proc.returncode == 0, proc.stderr
@@ -333,13 +335,13 @@ def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
         "sealed",
         "--format",
         "kantesti",
-        str(FIXTURE),
+        str(fixture),
         "--json",
     )
     assert sealed.returncode == 0
     assert round(json.loads(sealed.stdout)["aggregate"]["composite"], 4) == 0.9879
     text = _cli(
-        "regrade", "bloodpanel", "--profile", "kantesti-v11", "--format", "kantesti", str(FIXTURE)
+        "regrade", "bloodpanel", "--profile", "kantesti-v11", "--format", "kantesti", str(fixture)
     )
     assert text.returncode == 0 and "composite 0.9522" in text.stdout
 

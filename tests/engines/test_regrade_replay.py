@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.conftest import git, sealedeval
+from tests.conftest import git, sealedeval, shared_fixture
 
 from sealedeval.config import _merge
 from sealedeval.run.regrade import suite_overlay
@@ -346,7 +346,7 @@ def test_the_kantesti_file_path_is_unchanged_and_exclusive_with_from(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = Path(__file__).resolve().parents[2]
-    files = [root / "tests/fixtures/kantesti-v11/responses_v11_full.json"]
+    files = [shared_fixture("kantesti-v11", "responses_v11_full.json") / "responses_v11_full.json"]
     rc, out, err = _cli(
         root,
         "regrade",

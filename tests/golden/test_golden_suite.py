@@ -186,6 +186,7 @@ def test_branch_task_subset_errors_are_one_line(tmp_path: Path) -> None:
         load_config(ROOT, [_extra(tmp_path, {"branches": {"B": {"tasks": []}}})])
 
 
+@pytest.mark.slow
 def test_an_empty_branch_engines_list_means_no_engine_runs_b_or_c(
     tmp_path: Path, project: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -312,6 +313,7 @@ def _check_metrics(a: dict[str, Any]) -> None:
         assert (m["estimate"], m["n_ok"], m["n_error"]) == (1.0, 6, 0)
 
 
+@pytest.mark.slow
 def test_reference_engine_end_to_end(
     project: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -127,6 +127,7 @@ def test_estimate_models_the_prompt_cache(suite: GroundingData) -> None:
     )
 
 
+@pytest.mark.slow  # loads the embedded model's vocabulary (llama.cpp)
 def test_approx_tokens_tracks_the_smollm2_tokenizer(suite: GroundingData) -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from sealedeval.engines.local import find_model

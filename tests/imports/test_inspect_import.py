@@ -114,6 +114,7 @@ def sealed(tmp_path: Path) -> Path:
     return make_project(tmp_path / "proj")
 
 
+@pytest.mark.slow
 def test_two_models_import_publish_audit(sealed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = sealed
     log1 = run_inspect(root, "mockllm/model")

@@ -46,6 +46,7 @@ def _publish(root: Path, *flags: str) -> dict:
     return json.loads((root / "results" / "result.json").read_text())
 
 
+@pytest.mark.slow
 def test_logs_made_before_the_seal_say_so_and_the_audit_verifies_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -117,6 +118,7 @@ def test_a_predating_claim_that_is_false_fails(
     assert "5 unsealed rows" in checks["rows bound to seal"]
 
 
+@pytest.mark.slow
 def test_a_task_sealed_before_it_ran_is_pre_registered_and_score_edits_are_listed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,6 +171,7 @@ CLUSTER_TASK = TASK.replace(
 )
 
 
+@pytest.mark.slow
 def test_clustered_interval_and_cost_per_solved_sample(tmp_path: Path) -> None:
     """``cluster_by: metadata.passage``: s0-s1, s2-s3 and s4 share passages; the interval is
     the cluster-robust one over those three clusters, and cost/latency are per solved sample."""

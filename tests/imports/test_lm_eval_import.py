@@ -147,6 +147,7 @@ def test_fixture_import_equals_lm_eval_headline(
     assert ea["harness_version"] == "lm_eval 0.4.13" and ea["ok"] == 6
 
 
+@pytest.mark.slow
 def test_report_and_audit_show_both_numbers(
     project: Path, logs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,6 +164,7 @@ def test_report_and_audit_show_both_numbers(
     assert "imported samples predate the seal" in checks["rows bound to seal"]
 
 
+@pytest.mark.slow
 def test_headline_mismatch_is_an_audit_failure(
     project: Path, logs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -72,6 +72,7 @@ def _logged(k: int, log: Path) -> Any:
     return _bars(k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_every_figure_arrives_once_as_drawn_here(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, jobs: int

@@ -53,6 +53,7 @@ def _changed(built: dict[str, bytes], result: dict[str, Any], suite: str) -> set
     return {k.rsplit(".", 1)[0] for k, v in again.items() if v != built[k]}
 
 
+@pytest.mark.slow
 def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) -> None:
     want = {f"{s}_{n}.{x}" for s, names in EXPECTED.items() for n in names for x in ("png", "svg")}
     want |= {f"{s}_summary-comparisons.{x}" for s in FORESTS for x in ("png", "svg")}
@@ -63,6 +64,7 @@ def test_every_suite_has_its_figures_in_both_formats(built: dict[str, bytes]) ->
     assert b"<dc:date>" not in svg and b"Matplotlib v" not in svg
 
 
+@pytest.mark.slow
 def test_rebuild_in_a_fresh_process_with_two_workers_is_byte_identical(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:
@@ -94,6 +96,7 @@ def _savefig_laid_out(spec: Any) -> dict[str, bytes]:
     return {"svg": svg, "png": render_bytes(fig, "png", dpi=figures.PNG_DPI)}
 
 
+@pytest.mark.slow
 def test_one_frozen_layout_gives_what_savefig_laid_out(built: dict[str, bytes]) -> None:
     """render_formats lays each figure out once and skips savefig's disabled draws: the bytes
     of every figure of every suite, in both formats, are what savefig's own layout gave."""
@@ -106,6 +109,7 @@ def test_one_frozen_layout_gives_what_savefig_laid_out(built: dict[str, bytes]) 
         assert built[f"{name}.png"] == want["png"], name
 
 
+@pytest.mark.slow
 def test_figures_follow_their_own_data_only(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
     bp = r["suites"]["bloodpanel"]["analysis"]
@@ -173,6 +177,7 @@ def test_optional_figures_appear_only_with_their_data() -> None:
     }
 
 
+@pytest.mark.slow
 def test_missing_estimates_draw_as_na_not_dropped(built: dict[str, bytes]) -> None:
     r = copy.deepcopy(RESULT)
     bp = r["suites"]["bloodpanel"]["analysis"]
@@ -201,6 +206,7 @@ def test_write_figures_removes_stale_and_skips_unregistered(
     assert not list((tmp_path / "results/figures").iterdir())
 
 
+@pytest.mark.slow
 def test_report_md_references_every_figure_once_with_its_caption(built: dict[str, bytes]) -> None:
     md = render_report(RESULT)
     refs = re.findall(r"^!\[Figure (\d+)\]\(figures/([\w-]+)\.svg\)$", md, re.M)
@@ -234,6 +240,7 @@ def _pngs(tmp_path: Path, built: dict[str, bytes]) -> list[Path]:
     return out
 
 
+@pytest.mark.slow
 def test_pdf_places_every_figure_deterministically(tmp_path: Path, built: dict[str, bytes]) -> None:
     md = render_report(RESULT)
     pngs = _pngs(tmp_path, built)
@@ -324,6 +331,7 @@ def test_pdf_opens_with_the_summary_page_then_the_appendix(
     assert on_summary == {f"{s}_summary-comparisons" for s in FORESTS}
 
 
+@pytest.mark.slow
 def test_pdf_from_the_figure_workers_equals_pdf_from_the_png_files(
     tmp_path: Path, built: dict[str, bytes]
 ) -> None:

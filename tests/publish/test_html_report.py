@@ -257,6 +257,7 @@ def page() -> str:
     return rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
 
 
+@pytest.mark.slow
 def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) -> None:
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None and "default-src 'none'" in csp.group(1)
@@ -273,6 +274,7 @@ def test_page_is_self_contained_and_its_csp_allows_only_its_script(page: str) ->
     assert "alert(1)" not in page
 
 
+@pytest.mark.slow
 def test_page_order_summary_sections_figures_samples(page: str) -> None:
     marks = ('id="summary"', "summary-comparisons", 'id="suite-', "<figure", 'id="samples"')
     pos = [page.index(x) for x in marks]
@@ -286,6 +288,7 @@ def test_page_order_summary_sections_figures_samples(page: str) -> None:
     assert page.count("<figure") == len(rh.figure_svgs(RESULT))
 
 
+@pytest.mark.slow
 def test_page_is_a_pure_function_of_its_inputs(page: str) -> None:
     again = rh.render_html(RESULT, _synthetic(900), rh.figure_svgs(RESULT))
     assert again == page

@@ -459,6 +459,7 @@ def _stdlib_compact(obj: Any) -> str:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(_json_tree)
 def test_compact_is_byte_identical_to_the_stdlib_definition(obj: Any) -> None:

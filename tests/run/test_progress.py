@@ -164,6 +164,7 @@ def _table(stdout: str) -> dict[tuple[str, str], dict[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_run_writes_status_lines_to_the_fd_and_status_tabulates_errors_by_kind(
     make_project: Callable[..., Path],
 ) -> None:

@@ -147,6 +147,7 @@ def one_line_error(proc: Result | subprocess.CompletedProcess[str]) -> str:
 # -- resume after kill -9 ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_gives_exactly_one_ok_row_per_key(
     make_project: Callable[..., Path], fake_proc: Callable[..., FakeProc]
 ) -> None:
@@ -198,6 +199,7 @@ def test_kill_9_then_resume_gives_exactly_one_ok_row_per_key(
     assert sorted(out_dir.glob("part-*.parquet")) == parts
 
 
+@pytest.mark.slow
 def test_errored_keys_are_retried_and_history_kept(make_project: Callable[..., Path]) -> None:
     root = make_project()
     faults = {

@@ -74,6 +74,7 @@ def _analysis(doc: dict[str, Any]) -> str:
     return json.dumps(_strip_latency(doc["suites"]["golden"]["analysis"]), sort_keys=True)
 
 
+@pytest.mark.slow
 def test_twenty_kill_9_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261129)
     # 0.2 s per call at concurrency 4: an uninterrupted run takes seconds, so the kill points
@@ -106,6 +107,7 @@ def test_twenty_kill_9_points_then_resume(tmp_path: Path) -> None:
         assert _analysis(_result(root)) == expected
 
 
+@pytest.mark.slow
 def test_ten_percent_mixed_faults_all_accounted(tmp_path: Path) -> None:
     kinds = [
         "rate_limit",
@@ -143,6 +145,7 @@ def test_ten_percent_mixed_faults_all_accounted(tmp_path: Path) -> None:
     assert counts["complete"] is False
 
 
+@pytest.mark.slow
 def test_disk_full_is_one_clear_error_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from sealedeval.config import load_config
@@ -94,6 +95,7 @@ def test_a_sealed_engine_never_run_fails_with_its_comparison(sealed):
     assert a.status("ledgered parts") == "PASS", a  # the ledger alone could not have seen it
 
 
+@pytest.mark.slow
 def test_the_full_sealed_design_passes_and_compares(sealed):
     _edit_tiny(sealed, _two_engines)
     sealed.seal(TINY)

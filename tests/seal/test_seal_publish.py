@@ -9,6 +9,7 @@ import re
 import shutil
 
 import pyarrow.parquet as pq
+import pytest
 
 from sealedeval.config import load_config
 from sealedeval.publish.build import build
@@ -83,6 +84,7 @@ def test_counts_add_up_on_the_clean_project(sealed):
     assert "| complete |" in sealed.report_path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_lost_part_shows_as_missing_and_incomplete_after_republish(sealed):
     gone = sealed.parts()[-1]
     lost_keys = {r["request_key"] for r in sealed.read_part(gone)}

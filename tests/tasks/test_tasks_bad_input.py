@@ -233,6 +233,7 @@ def test_bad_data_after_the_seal_stops_run_with_nothing_written(tmp_path: Path) 
     assert not (root / "results").exists() and not (root / "ledger.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_config_edit_after_the_seal_is_named(tmp_path: Path) -> None:
     """The prompt and the analysis block are sealed through .sealedeval/tasks-arith.json."""
     import yaml

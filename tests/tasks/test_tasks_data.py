@@ -98,6 +98,7 @@ def test_custom_id_and_target_columns_from_csv(tmp_path: Path) -> None:
     assert [suite.reference_answer(r) for r in reqs] == ["Paris", "Jupiter"]
 
 
+@pytest.mark.slow
 def test_several_suites_in_one_project(tmp_path: Path) -> None:
     choice_items = [
         {"id": "m1", "question": "2+2? A) 3 B) 4 C) 5 D) 6", "target": "B"},

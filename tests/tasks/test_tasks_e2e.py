@@ -79,6 +79,7 @@ def _seal_and_commit(root: Path) -> None:
     git(root, "commit", "-qm", "Seal rubric")
 
 
+@pytest.mark.slow
 def test_two_engines_seal_run_publish_audit(tmp_path: Path, fake: FakeOpenAI) -> None:
     suite = arith_suite(
         graders=[{"name": "numeric"}, {"name": "exact"}],
@@ -165,6 +166,7 @@ def test_two_engines_seal_run_publish_audit(tmp_path: Path, fake: FakeOpenAI) ->
     assert fake.count() == before
 
 
+@pytest.mark.slow
 def test_a_judge_engine_grades_both_engines_answers(tmp_path: Path, fake: FakeOpenAI) -> None:
     labels = [
         {"item": "q01", "answer": "5", "label": "PASS"},

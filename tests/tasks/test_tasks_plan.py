@@ -295,6 +295,7 @@ def agent_fake() -> Iterator[FakeOpenAI]:
         yield fake
 
 
+@pytest.mark.slow
 def test_agent_reads_the_files_through_tools_end_to_end(
     tmp_path: Path, agent_fake: FakeOpenAI
 ) -> None:

@@ -19,7 +19,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc missing (workflow extra)")
+pytestmark = [  # the real dvc
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc missing (workflow extra)"),
+]
 
 
 def test_dvc_lock_is_committed_and_names_every_stage() -> None:

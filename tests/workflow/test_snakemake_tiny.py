@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import sealedeval
 
-pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="snakemake missing")
+pytestmark = [  # real Snakemake runs
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("snakemake") is None, reason="snakemake missing"),
+]
 
 
 def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

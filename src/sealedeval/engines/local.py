@@ -29,7 +29,6 @@ from sealedeval.engines.openai_chat import OpenAIChatEngine
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
 
-DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The server's RAM prompt cache counts only the KV state against its capacity, but every cached
 # state also holds a copy of the logits buffer (~380 MB for this model at n_ctx 2048 with the
 # server's default logits_all=True, measured): at the default 2 GiB capacity a few hundred

@@ -314,14 +314,3 @@ def check_unique(ingests: Sequence[Ingest]) -> None:
                     f"{ing.model} is also in {where[k]}; import one of them"
                 )
             where[k] = ing.path
-
-
-def ledger_sources(root: Path, suite: str) -> Mapping[str, list[str]]:
-    """engine → sha256 of every log imported into ``suite`` (for listings and tests)."""
-    from sealedeval.store import ledger
-
-    out: dict[str, list[str]] = {}
-    for e in ledger.read(root):
-        if e.get("kind") == "import" and e.get("suite") == suite:
-            out.setdefault(str(e["engine"]), []).append(str(e["source"]["sha256"]))
-    return out

@@ -5,7 +5,7 @@ its numbers as ``metrics``: one ``Metric`` per (metric, groups). Publish renders
 these alone (a table, a figure per metric, result.json), so a suite with no presentation code
 still gets a full report section, and an auditor can compare numbers across suites without
 knowing any of them. Like Inspect AI's ``EvalMetric`` (name, value, params) but with the interval,
-its method and the denominators that the DESIGN requires of every published rate.
+its method and the denominators every published rate carries (README, "Honest numbers").
 """
 
 from __future__ import annotations

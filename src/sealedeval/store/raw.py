@@ -360,17 +360,6 @@ def latest_rows(rows: Iterable[Row]) -> dict[str, Row]:
     return best
 
 
-def ok_keys(root: Path, suite: str, engine: str) -> set[str]:
-    files = raw_files(root, suite)
-    files = [f for f in files if f.parent.name == engine]
-    if not files:
-        return set()
-    t = read_raw(files).select(["request_key", "status"])
-    keys = t.column("request_key").to_pylist()
-    st = t.column("status").to_pylist()
-    return {k for k, s in zip(keys, st, strict=True) if s == "ok"}
-
-
 _SELECT = ("request_key", "status", "finished_at", "engine")
 """What choosing the latest row per key reads of every attempt; other columns wait."""
 

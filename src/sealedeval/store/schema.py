@@ -54,7 +54,6 @@ RAW_SCHEMA = pa.schema([(name, typ) for name, typ, _ in RAW_COLUMNS])
 ROW_DEFAULTS: dict[str, Any] = {n: d for n, _, d in RAW_COLUMNS if d is not _REQUIRED}
 REQUIRED_COLUMNS = tuple(n for n, _, d in RAW_COLUMNS if d is _REQUIRED)
 
-STATUSES = ("ok", "error", "refused")
 ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed", "truncated", "refused")
 
 

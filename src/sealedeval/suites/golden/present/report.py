@@ -12,15 +12,6 @@ from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import NOT_PRICED, num, p_compact, pct, priced, pval, rate_ci, table
 
 
-def _g(d: Mapping[str, Any] | None, *path: str) -> Any:
-    cur: Any = d or {}
-    for p in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(p)
-    return cur
-
-
 def _usd(x: Any) -> str:
     return "n/a" if x is None else f"${num(x, 6)}"
 
