@@ -62,8 +62,10 @@ OPTIONAL = (
     "ledger.head.json.tsa.pem",
     "CITATION.cff",
 )
-# For the reader only; the audit does not use them.
+# For the reader only; the audit does not use them (it re-derives the graded rows from the raw
+# runs). The graded files are the per-sample table a reader loads (``sealedeval.samples_df``).
 READER = (
+    "results/graded/*.parquet",
     "results/report.pdf",
     "results/report.html",
     "results/scorecards/*.csv",
@@ -71,6 +73,7 @@ READER = (
     "results/figures/*.svg",
 )
 READER_PREFIXES = (
+    "results/graded/",
     "results/report.pdf",
     "results/report.html",
     "results/scorecards/",
