@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._added_label import assert_only_labelled, drawn_texts
+from tests._added_label import with_added as _with_added
 
 from sealedeval.render.figures import render_bytes
 from sealedeval.suites.bloodpanel.present.scorecard import COLUMNS
@@ -110,3 +112,17 @@ def test_presentation_is_not_sealed_and_not_loaded_by_the_core() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     inputs = BloodpanelSuite().rubric_inputs()
     assert not any("present" in p for p in inputs)
+
+
+def test_an_engine_added_after_the_seal_is_labelled_in_tables_and_figures() -> None:
+    plain = SECTIONS["section_b"]
+    assert "design" not in plain
+    labelled = _with_added(plain, "local")
+    text = BloodpanelSuite().report_sections(labelled)
+    assert text != BloodpanelSuite().report_sections(plain)
+    assert_only_labelled(BloodpanelSuite().report_sections(plain), text, "local")
+    assert "| local (added after the seal) | reference |" in text  # the comparison's A column
+    spec = next(s for s in BloodpanelSuite().figures(labelled) if s.name == "composite")
+    texts = drawn_texts(spec.draw())
+    assert "local (added after the seal)" in texts
+    assert "reference" in texts and "local" not in texts

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._added_label import assert_only_labelled, drawn_texts
+from tests._added_label import with_added as _with_added
 
 from sealedeval.plugins import get_suite
 from sealedeval.render.figures import render_bytes
@@ -106,3 +108,14 @@ def test_presentation_is_outside_the_seal() -> None:
     assert "pkg:sealedeval/suites/golden/plan.py" in sealed
     assert (GOLDEN / "present" / "report.py").is_file()
     assert not [n for n in sealed if "/present/" in n or "/publish/" in n or "/render/" in n]
+
+
+def test_an_engine_added_after_the_seal_is_labelled_in_tables_and_figures() -> None:
+    suite = get_suite("golden")
+    plain = _section()
+    assert "design" not in plain
+    labelled = _with_added(plain, "reference")
+    text = suite.report_sections(labelled)  # type: ignore[attr-defined]
+    assert_only_labelled(suite.report_sections(plain), text, "reference")  # type: ignore[attr-defined]
+    spec = next(s for s in suite.figures(labelled) if s.name == "accuracy")  # type: ignore[attr-defined]
+    assert "reference (added after the seal)" in drawn_texts(spec.draw())

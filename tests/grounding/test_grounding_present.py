@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._added_label import assert_only_labelled, drawn_texts
+from tests._added_label import with_added as _with_added
 
 from sealedeval.plugins import get_suite, hook
 from sealedeval.render.figures import FORMATS, render_bytes
+from sealedeval.render.metrics import ADDED_LABEL as ADDED
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
@@ -58,3 +61,20 @@ def test_presentation_is_not_sealed() -> None:
     assert not any("/present" in p for p in inputs)
     assert "pkg:sealedeval/suites/grounding/solvers.py" in inputs
     assert not any("run/chain" in p for p in inputs)
+
+
+def test_an_engine_added_after_the_seal_is_labelled_in_tables_and_figures(
+    section: dict[str, Any],
+) -> None:
+    report_sections = hook(get_suite("grounding"), "report_sections")
+    figures = hook(get_suite("grounding"), "figures")
+    assert report_sections is not None and figures is not None
+    assert "design" not in section
+    labelled = _with_added(section, "naive")
+    text = report_sections(labelled)
+    assert_only_labelled(report_sections(section), text, "naive")
+    assert "### Engine `naive (added after the seal)`" in text
+    spec = next(s for s in figures(labelled) if s.name == "track_a")
+    texts = drawn_texts(spec.draw())
+    assert any(t.startswith("naive (added after the seal)") for t in texts)
+    assert not any(t.split(" ")[0] == "naive" and ADDED not in t for t in texts)

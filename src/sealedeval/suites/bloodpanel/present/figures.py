@@ -7,7 +7,7 @@ Drawn from the suite's result.json section only (``BloodpanelSuite.figures``); u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sealedeval.render.comparisons import has_records
@@ -22,10 +22,14 @@ from sealedeval.render.figures import (
     wilson_point,
 )
 from sealedeval.render.md import p_compact
+from sealedeval.render.metrics import added_engines, engine_label
 from sealedeval.suites.bloodpanel.present.report import TOP_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+Label = Callable[[str], str]
+"""How an engine's name is drawn: ``engine_label`` with whether it was added after the seal."""
 
 
 def _ci(x: Mapping[str, Any] | None) -> Any:
@@ -34,7 +38,7 @@ def _ci(x: Mapping[str, Any] | None) -> Any:
     return point(x.get("mean"), x.get("lo"), x.get("hi"))
 
 
-def _headline(a: Mapping[str, Any]) -> Figure:
+def _headline(a: Mapping[str, Any], lab: Label) -> Figure:
     engines = list(a["engines"])
     profiles = list(a["profiles"])
     fig = new_figure(7.2, 3.6)
@@ -44,14 +48,14 @@ def _headline(a: Mapping[str, Any]) -> Figure:
         head = [a["engines"][e]["profiles"][p]["headline"] for e in engines]
         series.append((f"{p}, completed", [_ci(h["composite"]) for h in head]))
         series.append((f"{p}, errors = 0", [_ci(h["composite_errors_as_zero"]) for h in head]))
-    interval_bars(left, engines, series)
+    interval_bars(left, [lab(e) for e in engines], series)
     left.set_ylim(0, 1.05)
     top_legend(left)
     left.set_ylabel("composite (bootstrap 95% CI)")
     left.set_title(f"composite, {a['n_items']} cases", fontsize="medium")
     interval_bars(
         right,
-        engines,
+        [lab(e) for e in engines],
         [
             (
                 p,
@@ -73,7 +77,7 @@ def _headline(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def _groups(a: Mapping[str, Any], key: str, names: list[str], title: str) -> Figure:
+def _groups(a: Mapping[str, Any], lab: Label, key: str, names: list[str], title: str) -> Figure:
     prof = a["profile"]
     engines = list(a["engines"])
     fig = new_figure(6.4, 1.2 + 0.22 * len(names) * max(1, len(engines)) + 0.1 * len(names))
@@ -81,7 +85,9 @@ def _groups(a: Mapping[str, Any], key: str, names: list[str], title: str) -> Fig
     series = []
     for e in engines:
         groups = a["engines"][e]["profiles"][prof][key]
-        series.append((e, [_ci(groups[g]["composite"]) if g in groups else None for g in names]))
+        series.append(
+            (lab(e), [_ci(groups[g]["composite"]) if g in groups else None for g in names])
+        )
     labels = []
     for g in names:
         ns = [a["engines"][e]["profiles"][prof][key].get(g, {}).get("n_cases", 0) for e in engines]
@@ -113,7 +119,7 @@ def _with_repeats(a: Mapping[str, Any]) -> list[str]:
     return [e for e, x in a["engines"].items() if x.get("repeats", {}).get("n_runs", 0) > 1]
 
 
-def _repeats(a: Mapping[str, Any]) -> Figure:
+def _repeats(a: Mapping[str, Any], lab: Label) -> Figure:
     engines = _with_repeats(a)
     fig = new_figure(7.2, 3.6)
     left, right = fig.subplots(1, 2)
@@ -138,7 +144,7 @@ def _repeats(a: Mapping[str, Any]) -> Figure:
             sm = [x for x in (r["sd_mean"], r["sd_median"], r["sd_max"]) if x is not None]
             right.scatter([i] * len(sm), sm, marker="_", s=200, color=color)
     for ax in (left, right):
-        ax.set_xticks(range(len(engines)), engines)
+        ax.set_xticks(range(len(engines)), [lab(e) for e in engines])
         ax.set_xlim(-0.6, len(engines) - 0.4)
     left.set_ylim(0, 1.05)
     left.set_ylabel("mean composite per run")
@@ -150,7 +156,7 @@ def _repeats(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def _comparisons(a: Mapping[str, Any]) -> Figure:
+def _comparisons(a: Mapping[str, Any], lab: Label) -> Figure:
     comps = a["comparisons"]
     fig = new_figure(6.4, 1.4 + 0.45 * len(comps))
     ax = fig.add_subplot()
@@ -165,7 +171,10 @@ def _comparisons(a: Mapping[str, Any]) -> Figure:
     ax.axvline(0, color="black", linewidth=0.5)
     ax.set_yticks(
         range(len(comps)),
-        [f"{c['a']} − {c['b']}\n{c['n_cases']} cases, {p_compact(c['p'], 3)}" for c in comps],
+        [
+            f"{lab(c['a'])} − {lab(c['b'])}\n{c['n_cases']} cases, {p_compact(c['p'], 3)}"
+            for c in comps
+        ],
         fontsize="small",
     )
     ax.set_ylim(len(comps) - 0.5, -0.5)
@@ -179,6 +188,11 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
     publish calls a spec's ``draw``."""
     a = section["analysis"]
     prof = a["profile"]
+    added = added_engines(section)
+
+    def lab(eng: str) -> str:
+        return engine_label(eng, eng in added)
+
     boot = "seeded stratified bootstrap 95% intervals"
     labels, n_labels = _labels(a)
     out = [
@@ -186,14 +200,14 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
             "composite",
             f"bloodpanel: composite per engine under each rubric profile, over completed answers "
             f"and with errors scored 0 ({boot}); over-diagnosis on trap cases (Wilson 95%).",
-            lambda: _headline(a),
+            lambda: _headline(a, lab),
         ),
         FigureSpec(
             "specialty",
             f"bloodpanel: composite per specialty and engine ({prof}; {boot}; n = cases per "
             "engine).",
             lambda: _groups(
-                a, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
+                a, lab, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
             ),
         ),
         FigureSpec(
@@ -202,6 +216,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
             f"({prof}; {boot}); every label is in result.json and the scorecards.",
             lambda: _groups(
                 a,
+                lab,
                 "by_label",
                 labels,
                 f"bloodpanel: composite per label ({len(labels)} of {n_labels})",
@@ -215,8 +230,8 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "repeats",
                 "bloodpanel: spread across repeats — mean composite of each run with the mean ± "
                 "sd over runs, and the sd of each case's composite over its repeats "
-                f"({', '.join(reps)}).",
-                lambda: _repeats(a),
+                f"({', '.join(map(lab, reps))}).",
+                lambda: _repeats(a, lab),
             )
         )
     if has_records(a["comparisons"]):
@@ -241,7 +256,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "comparisons",
                 "bloodpanel: paired differences in per-case composite between engines on the "
                 "cases both completed (normal interval from the paired SE; sign-test p).",
-                lambda: _comparisons(a),
+                lambda: _comparisons(a, lab),
             )
         )
     return out

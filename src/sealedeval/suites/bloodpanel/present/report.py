@@ -11,6 +11,7 @@ from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, pval, rate_ci, table
+from sealedeval.render.metrics import added_engines, engine_label
 from sealedeval.suites.bloodpanel.present import detector
 
 TOP_LABELS = 15
@@ -67,13 +68,19 @@ def render(section: Mapping[str, Any]) -> str:
     a = section["analysis"]
     d = a["design"]
     prof = a["profile"]
+    added = added_engines(section)
+
+    def lab(eng: str) -> str:
+        """The engine as shown (labelled when added after the seal); lookups keep the name."""
+        return engine_label(eng, eng in added)
+
     src = a["source"]
     cohorts = ", ".join(f"{k} {v}" for k, v in a["cohorts"].items())
     out = [
         "## bloodpanel — blood-test interpretation",
         "",
         f"{a['n_items']} cases ({cohorts}); each engine answers its configured cohort "
-        f"({', '.join(f'{e}: {c}' for e, c in d['cohorts'].items())}), {d['repeats']} "
+        f"({', '.join(f'{lab(e)}: {c}' for e, c in d['cohorts'].items())}), {d['repeats']} "
         f"answer(s) per case at temperature {d['temperature']} (max_tokens {d['max_tokens']}). "
         f"Headline profile **{prof}**; both profiles (sealed, kantesti-v11) grade every answer. "
         f"composite = 0.35·structural + 0.55·clinical + latency (0.10 under 20 s, 0.05 under "
@@ -95,7 +102,7 @@ def render(section: Mapping[str, Any]) -> str:
             h = e["profiles"][p]["headline"]
             rows.append(
                 [
-                    eng,
+                    lab(eng),
                     e["model"],
                     f"{p}{' (headline)' if p == prof else ''}",
                     h["n_cases"],
@@ -128,7 +135,7 @@ def render(section: Mapping[str, Any]) -> str:
         paths = ", ".join(f"{k} {v}" for k, v in h["engine_path"].items()) or "-"
         rows.append(
             [
-                eng,
+                lab(eng),
                 _ci(h["structural"]),
                 _ci(h["clinical"]),
                 _ci(h["latency"]),
@@ -168,7 +175,7 @@ def render(section: Mapping[str, Any]) -> str:
     for eng, e in a["engines"].items():
         for p in a["profiles"]:
             t = e["profiles"][p]["headline"]["traps"]
-            rows.append([eng, p, t["n_cases"], rate_ci(t["overdiagnosis"]), t["flags_fired"]])
+            rows.append([lab(eng), p, t["n_cases"], rate_ci(t["overdiagnosis"]), t["flags_fired"]])
     out.append(
         table(
             ["engine", "profile", "trap cases", "answers asserting a trap flag", "flags fired"],
@@ -184,12 +191,12 @@ def render(section: Mapping[str, Any]) -> str:
     out += detector.render(a)
     for eng, e in a["engines"].items():
         pp = e["profiles"][prof]
-        out += [f"### {eng}: per specialty ({prof})", ""]
+        out += [f"### {lab(eng)}: per specialty ({prof})", ""]
         spec = pp["by_specialty"]
         out.append(table(["specialty", *_GROUP_HEADER], _group_rows(spec, sorted(spec))))
         labels = pp["by_label"]
         top = sorted(labels, key=lambda g: (-labels[g]["n_total"], g))[:TOP_LABELS]
-        out += ["", f"### {eng}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
+        out += ["", f"### {lab(eng)}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
         out.append(table(["label", *_GROUP_HEADER], _group_rows(labels, top)))
         out += [
             "",
@@ -203,7 +210,7 @@ def render(section: Mapping[str, Any]) -> str:
     if reps:
         rows = [
             [
-                eng,
+                lab(eng),
                 r["n_runs"],
                 r["n_cases_with_spread"],
                 " ".join(num(x) for x in r["per_run_composite"]),
@@ -242,8 +249,8 @@ def render(section: Mapping[str, Any]) -> str:
                 ["A", "B", "cases", "mean A", "mean B", "A − B [normal 95% CI]", "paired SE"],
                 [
                     [
-                        c["a"],
-                        c["b"],
+                        lab(c["a"]),
+                        lab(c["b"]),
                         c["n_cases"],
                         num(c["mean_a"], 4),
                         num(c["mean_b"], 4),
@@ -273,8 +280,8 @@ def render(section: Mapping[str, Any]) -> str:
                 ],
                 [
                     [
-                        c["a"],
-                        c["b"],
+                        lab(c["a"]),
+                        lab(c["b"]),
                         c["n_cases"],
                         num(c["mean_a"], 4),
                         num(c["mean_b"], 4),
@@ -295,7 +302,7 @@ def render(section: Mapping[str, Any]) -> str:
             ["engine", "sampled", "of", "seed", "allocation by specialty"],
             [
                 [
-                    eng,
+                    lab(eng),
                     e["review_sample"]["n"],
                     e["review_sample"]["population"],
                     e["review_sample"]["seed"],

@@ -3,7 +3,7 @@ and the judge's consistency (calibration against human labels, order and verbosi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sealedeval.render.comparisons import has_records
@@ -17,9 +17,13 @@ from sealedeval.render.figures import (
     top_legend,
     wilson_point,
 )
+from sealedeval.render.metrics import added_engines, engine_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+Label = Callable[[str], str]
+"""How an engine's name is drawn: ``engine_label`` with whether it was added after the seal."""
 
 
 def _rate_bar(ax: Any, x: float, r: Mapping[str, Any], color: str, label: str | None) -> None:
@@ -43,7 +47,7 @@ def _base(e: Mapping[str, Any]) -> Mapping[str, Any]:
     return base
 
 
-def _accuracy(a: Mapping[str, Any]) -> Figure:
+def _accuracy(a: Mapping[str, Any], lab: Label) -> Figure:
     engines = list(a["engines"])
     fig = new_figure()
     ax = fig.add_subplot()
@@ -53,7 +57,7 @@ def _accuracy(a: Mapping[str, Any]) -> Figure:
         _rate_bar(
             ax, i + 0.2, g["accuracy_lower_bound"], "#bbbbbb", "errors = fail" if i == 0 else None
         )
-    ax.set_xticks(range(len(engines)), engines)
+    ax.set_xticks(range(len(engines)), [lab(e) for e in engines])
     ax.set_xlim(-0.7, len(engines) - 0.3)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("greedy accuracy (Wilson 95% CI)")
@@ -75,12 +79,12 @@ def _n_tasks(branch: Mapping[str, Any]) -> int:
     return int((branch["main"].get("accuracy_lower_bound") or {}).get("n", 0))
 
 
-def _branches(a: Mapping[str, Any]) -> Figure:
+def _branches(a: Mapping[str, Any], lab: Label) -> Figure:
     rows = _branch_rows(a)
     fig = new_figure(6.4, 3.8)
     ax = fig.add_subplot()
     # branches run on different task subsets (B and C on a few in the default profile)
-    groups = [f"{eng}\n{b} ({_n_tasks(r)} tasks)" for eng, b, r in rows]
+    groups = [f"{lab(eng)}\n{b} ({_n_tasks(r)} tasks)" for eng, b, r in rows]
     series = [
         ("regex, completed", [wilson_point(r["main"]["accuracy"]) for _, _, r in rows]),
         (
@@ -98,7 +102,7 @@ def _branches(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def _passk(a: Mapping[str, Any]) -> Figure:
+def _passk(a: Mapping[str, Any], lab: Label) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     any_line = False
@@ -107,10 +111,10 @@ def _passk(a: Mapping[str, Any]) -> Figure:
         if not r["n_runs"]:
             continue
         ks = list(range(1, r["n_runs"] + 1))
-        for key, style, lab in (("pass_at_k", "-o", "pass@k"), ("pass_hat_k", "--s", "pass^k")):
+        for key, style, name in (("pass_at_k", "-o", "pass@k"), ("pass_hat_k", "--s", "pass^k")):
             ys = [r[key].get(str(k)) for k in ks]
             ys_f = [float("nan") if y is None else float(y) for y in ys]
-            ax.plot(ks, ys_f, style, label=f"{eng} {lab}")
+            ax.plot(ks, ys_f, style, label=f"{lab(eng)} {name}")
             any_line = True
         ax.set_xticks(ks)
     ax.set_ylim(-0.02, 1.05)
@@ -124,7 +128,7 @@ def _passk(a: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def _runs(a: Mapping[str, Any]) -> Figure:
+def _runs(a: Mapping[str, Any], lab: Label) -> Figure:
     engines = list(a["engines"])
     fig = new_figure()
     ax = fig.add_subplot()
@@ -143,7 +147,7 @@ def _runs(a: Mapping[str, Any]) -> Figure:
             )
         else:
             ax.text(i, 0.5, "no repeats", ha="center", fontsize="small")
-    ax.set_xticks(range(len(engines)), engines)
+    ax.set_xticks(range(len(engines)), [lab(e) for e in engines])
     ax.set_xlim(-0.5, len(engines) - 0.5)
     ax.set_ylim(0, max(1, a["n_items"]) * 1.05)
     ax.set_ylabel(f"correct per run (of {a['n_items']})")
@@ -155,7 +159,7 @@ def _judges(a: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {eng: e["judge"] for eng, e in a["engines"].items() if e.get("judge")}
 
 
-def _judge(a: Mapping[str, Any]) -> Figure:
+def _judge(a: Mapping[str, Any], lab: Label) -> Figure:
     judges = _judges(a)
     fig = new_figure(7.2, 6.4)
     grid = fig.add_gridspec(2, 2)
@@ -169,7 +173,7 @@ def _judge(a: Mapping[str, Any]) -> Figure:
         for v, c in sorted(((j.get("calibration") or {}).get("variants") or {}).items())
     ]
     if cal:
-        groups = [f"{eng}\n{v}" for eng, v, _ in cal]
+        groups = [f"{lab(eng)}\n{v}" for eng, v, _ in cal]
         interval_bars(
             left,
             groups,
@@ -199,7 +203,7 @@ def _judge(a: Mapping[str, Any]) -> Figure:
     if pairs:
         interval_bars(
             right,
-            [f"{eng}\n{test}" for eng, test, _ in pairs],
+            [f"{lab(eng)}\n{test}" for eng, test, _ in pairs],
             [
                 ("order-consistent", [wilson_point(t["order_consistent"]) for *_, t in pairs]),
                 ("picked first", [wilson_point(t["picked_first"]) for *_, t in pairs]),
@@ -219,7 +223,7 @@ def _judge(a: Mapping[str, Any]) -> Figure:
     if graded:
         interval_bars(
             regex,
-            [f"{eng}\n{b}" for eng, b, _ in graded],
+            [f"{lab(eng)}\n{b}" for eng, b, _ in graded],
             [
                 ("agreement", [point(j.get("agreement_with_regex")) for *_, j in graded]),
                 ("Cohen's κ", [point(j.get("kappa_with_regex")) for *_, j in graded]),
@@ -240,12 +244,17 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
     """The golden figures for one result.json section (``{"seal": ..., "analysis": ...}``)."""
     a = section["analysis"]
     n = a["n_items"]
+    added = added_engines(section)
+
+    def lab(eng: str) -> str:
+        return engine_label(eng, eng in added)
+
     out = [
         FigureSpec(
             "accuracy",
             f"golden: greedy accuracy per engine on the base branch ({n} tasks), over completed "
             "requests and with errors counted as failures, Wilson 95% intervals.",
-            lambda: _accuracy(a),
+            lambda: _accuracy(a, lab),
         )
     ]
     if _branch_rows(a):
@@ -255,7 +264,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "golden: each grader's rate per engine and branch (regex over completed "
                 "requests and with errors = fail, exact match, model judge), Wilson 95% "
                 "intervals; n/a where a grader did not run.",
-                lambda: _branches(a),
+                lambda: _branches(a, lab),
             )
         )
     out += [
@@ -263,12 +272,12 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
             "passk",
             "golden: pass@k (at least one of k sampled answers right) against pass^k (all k "
             "right) on the base branch, per engine.",
-            lambda: _passk(a),
+            lambda: _passk(a, lab),
         ),
         FigureSpec(
             "runs",
             "golden: tasks right in each sampled run (points) and the mean ± sd over runs.",
-            lambda: _runs(a),
+            lambda: _runs(a, lab),
         ),
     ]
     if _judges(a):
@@ -280,7 +289,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "position and verbosity tests (dotted line: 50%); agreement and κ with the "
                 "regex grader on the branch transcripts it judged (n/a: κ undefined when a "
                 "grader gives one label). Wilson 95% intervals.",
-                lambda: _judge(a),
+                lambda: _judge(a, lab),
             )
         )
     comps = [c for e in a["engines"].values() for c in e.get("branch_comparisons") or []]

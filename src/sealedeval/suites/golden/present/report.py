@@ -5,11 +5,21 @@ Moved from ``publish/golden_md.py`` unchanged; ``GoldenSuite.report_sections`` c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import NOT_PRICED, num, p_compact, pct, priced, pval, rate_ci, table
+from sealedeval.render.metrics import added_engines, engine_label
+
+Label = Callable[[str], str]
+"""How an engine's name is shown: ``engine_label`` with whether it was added after the seal."""
+
+
+def _labeller(section: Mapping[str, Any]) -> Label:
+    """Shown names for a section's engines; lookups keep the bare name."""
+    added = added_engines(section)
+    return lambda eng: engine_label(eng, eng in added)
 
 
 def _usd(x: Any) -> str:
@@ -44,7 +54,7 @@ def _unpriced(a: Mapping[str, Any]) -> set[str]:
     return {str(e["engine"]) for e in engines if not priced(e)}
 
 
-def _branch_table(a: Mapping[str, Any]) -> list[str]:
+def _branch_table(a: Mapping[str, Any], lab: Label) -> list[str]:
     rows = []
     unpriced = _unpriced(a)
     for eng, b, entry in _branches(a):
@@ -52,7 +62,7 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
         j = entry.get("judge") or {}
         rows.append(
             [
-                eng,
+                lab(eng),
                 b,
                 _spec(entry),
                 rate_ci(g["accuracy"]),
@@ -96,10 +106,10 @@ def _branch_table(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _bayes_rates(a: Mapping[str, Any]) -> list[str]:
+def _bayes_rates(a: Mapping[str, Any], lab: Label) -> list[str]:
     """The labelled second view of each branch's accuracy on fewer than 100 tasks."""
     rows = [
-        [eng, b, rate_ci(g["accuracy"]), f"[{num(100 * lo, 1)}, {num(100 * hi, 1)}]"]
+        [lab(eng), b, rate_ci(g["accuracy"]), f"[{num(100 * lo, 1)}, {num(100 * hi, 1)}]"]
         for eng, b, entry in _branches(a)
         if (g := entry["main"]).get("accuracy_beta")
         for lo, hi in [g["accuracy_beta"]]
@@ -120,7 +130,7 @@ def _branch_records(a: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for e in a["engines"].values() for c in e.get("branch_comparisons") or []]
 
 
-def _comparisons(a: Mapping[str, Any]) -> list[str]:
+def _comparisons(a: Mapping[str, Any], lab: Label) -> list[str]:
     cs = _branch_records(a)
     if has_records(cs):
         n = max(c["n_items"] for c in cs)
@@ -144,7 +154,7 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
                 f"({c['n_items']} tasks)"
                 for c in cs
             )
-            lines.append(f"- {eng}: {pairs}")
+            lines.append(f"- {lab(eng)}: {pairs}")
     if not lines:
         return []
     n = max(c["n_items"] for e in a["engines"].values() for c in e.get("branch_comparisons") or [])
@@ -160,7 +170,7 @@ def _comparisons(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _abstention(a: Mapping[str, Any]) -> list[str]:
+def _abstention(a: Mapping[str, Any], lab: Label) -> list[str]:
     rows = []
     for eng, b, entry in _branches(a):
         g = entry["main"]
@@ -170,7 +180,7 @@ def _abstention(a: Mapping[str, Any]) -> list[str]:
         mf = g["multi_fact"]
         rows.append(
             [
-                eng,
+                lab(eng),
                 b,
                 cats,
                 pct(ab["accuracy"]),
@@ -203,7 +213,7 @@ def _abstention(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _repeats(a: Mapping[str, Any]) -> list[str]:
+def _repeats(a: Mapping[str, Any], lab: Label) -> list[str]:
     rows = []
     for eng, b, entry in _branches(a):
         r = entry["repeats"]
@@ -212,7 +222,7 @@ def _repeats(a: Mapping[str, Any]) -> list[str]:
         ks = range(1, r["n_runs"] + 1)
         rows.append(
             [
-                eng,
+                lab(eng),
                 b,
                 " ".join(str(x) for x in r["per_run_correct"]),
                 f"{num(r['per_run_mean'], 2)} ± {num(r['per_run_sd'], 2)}",
@@ -249,7 +259,7 @@ def _repeats(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _agents(a: Mapping[str, Any]) -> list[str]:
+def _agents(a: Mapping[str, Any], lab: Label) -> list[str]:
     rows, split = [], []
     for eng, b, entry in _branches(a):
         ag = entry.get("agent")
@@ -258,7 +268,7 @@ def _agents(a: Mapping[str, Any]) -> list[str]:
         stops = ", ".join(f"{k} {v}" for k, v in ag["stops"].items()) or "-"
         rows.append(
             [
-                eng,
+                lab(eng),
                 b,
                 ag["n_runs"],
                 stops,
@@ -269,7 +279,7 @@ def _agents(a: Mapping[str, Any]) -> list[str]:
         )
         d = ag["diagnostic_split"]
         split.append(
-            [eng, b, rate_ci(d["no_tools"]), rate_ci(d["read"]), rate_ci(d["tools_no_read"])]
+            [lab(eng), b, rate_ci(d["no_tools"]), rate_ci(d["read"]), rate_ci(d["tools_no_read"])]
         )
     if not rows:
         return []
@@ -312,7 +322,7 @@ def _agents(a: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _transcripts(a: Mapping[str, Any]) -> list[str]:
+def _transcripts(a: Mapping[str, Any], lab: Label) -> list[str]:
     out = [
         "### Transcripts behind the top-scoring tasks",
         "",
@@ -325,7 +335,7 @@ def _transcripts(a: Mapping[str, Any]) -> list[str]:
         for t in e.get("top_transcripts") or []:
             any_ = True
             out.append(
-                f"- **{eng} {t['task']}** ({t['passed']}/{t['n']} passed) — {t['prompt']} "
+                f"- **{lab(eng)} {t['task']}** ({t['passed']}/{t['n']} passed) — {t['prompt']} "
                 f"(reference: {t['reference']})"
             )
             for q in t["quotes"]:
@@ -334,13 +344,13 @@ def _transcripts(a: Mapping[str, Any]) -> list[str]:
     return [*out, ""] if any_ else []
 
 
-def _judges(a: Mapping[str, Any]) -> list[str]:
+def _judges(a: Mapping[str, Any], lab: Label) -> list[str]:
     out: list[str] = []
     for eng, e in a["engines"].items():
         j = e.get("judge") or {}
         if not j:
             continue
-        out += [f"### Judge `{eng}`: measured before trusted", ""]
+        out += [f"### Judge `{lab(eng)}`: measured before trusted", ""]
         cal = j.get("calibration")
         if cal:
             out += [
@@ -429,14 +439,14 @@ def _pair_row(t: Mapping[str, Any], target: str) -> list[str]:
     ]
 
 
-def _probes(a: Mapping[str, Any]) -> list[str]:
+def _probes(a: Mapping[str, Any], lab: Label) -> list[str]:
     out: list[str] = []
     for eng, e in a["engines"].items():
         p = e.get("probes") or {}
         inj, sw, con = p.get("injection"), p.get("attribute_swap"), p.get("contamination")
         if not (inj or sw or con):
             continue
-        out += [f"### Probes on `{eng}`", ""]
+        out += [f"### Probes on `{lab(eng)}`", ""]
         if inj:
             out += [
                 f"Prompt injection: in `{inj['file']}` one line ends with an instruction to "
@@ -541,12 +551,12 @@ def _contamination(c: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _footer(a: Mapping[str, Any]) -> list[str]:
+def _footer(a: Mapping[str, Any], lab: Label) -> list[str]:
     f = a.get("footer")
     if not f:
         return []
     eng = "; ".join(
-        f"{e['engine']} ({e['kind']}{', ' + e['model'] if e['model'] else ''}; "
+        f"{lab(e['engine'])} ({e['kind']}{', ' + e['model'] if e['model'] else ''}; "
         + (
             f"${e['price_in_per_mtok']} / ${e['price_out_per_mtok']} per Mtok in/out"
             if priced(e)
@@ -565,7 +575,9 @@ def _footer(a: Mapping[str, Any]) -> list[str]:
         "Data retention (configuration text, with the date read):",
         "",
     ]
-    out += [f"- {e['engine']}: {e['retention_note'] or 'no note configured'}" for e in f["engines"]]
+    out += [
+        f"- {lab(e['engine'])}: {e['retention_note'] or 'no note configured'}" for e in f["engines"]
+    ]
     out += [f"- {p['provider']} (read {p['read']}): {p['note']}" for p in f.get("providers") or []]
     return [*out, ""]
 
@@ -573,6 +585,7 @@ def _footer(a: Mapping[str, Any]) -> list[str]:
 def render(section: Mapping[str, Any]) -> str:
     a = section["analysis"]
     d = a["design"]
+    lab = _labeller(section)
     branches = ", ".join(
         f"{n} ({'tools' if b['tools'] else 'files in prompt'}"
         + (f", self-consistency {b['self_consistency']}" if b["self_consistency"] > 1 else "")
@@ -586,20 +599,20 @@ def render(section: Mapping[str, Any]) -> str:
         "",
         f"{a['n_items']} hand-written tasks over five files. Branches: {branches}; the base "
         f"branch {d['base_branch']} on every engine, all branches on "
-        f"{', '.join(d['branch_engines']) or 'no engine'}. Repeats at temperature "
+        f"{', '.join(map(lab, d['branch_engines'])) or 'no engine'}. Repeats at temperature "
         f"{d['temperature']} with fixed seeds (max_tokens {d['max_tokens']}). Abstention is its "
         f"own category. Methods: {a['methods']}.",
         "",
     ]
-    out += _branch_table(a)
-    out += _bayes_rates(a)
-    out += _comparisons(a)
-    out += _abstention(a)
-    out += _repeats(a)
-    out += _agents(a)
-    out += _transcripts(a)
-    out += _judges(a)
-    out += _probes(a)
+    out += _branch_table(a, lab)
+    out += _bayes_rates(a, lab)
+    out += _comparisons(a, lab)
+    out += _abstention(a, lab)
+    out += _repeats(a, lab)
+    out += _agents(a, lab)
+    out += _transcripts(a, lab)
+    out += _judges(a, lab)
+    out += _probes(a, lab)
     if a["comparisons"] and has_records(a["comparisons"]):
         out += ["### Engines compared (base branch, exact sign test)", ""]
         out += comparison_block([c["paired"] for c in a["comparisons"]])
@@ -610,8 +623,8 @@ def render(section: Mapping[str, Any]) -> str:
                 ["A", "B", "condition", "tasks", "A only", "B only", "p"],
                 [
                     [
-                        c["a"],
-                        c["b"],
+                        lab(c["a"]),
+                        lab(c["b"]),
                         c["condition"],
                         c["n_items"],
                         c["a_only"],
@@ -623,5 +636,5 @@ def render(section: Mapping[str, Any]) -> str:
             )
         )
         out.append("")
-    out += _footer(a)
+    out += _footer(a, lab)
     return "\n".join(out)

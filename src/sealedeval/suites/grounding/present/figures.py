@@ -7,7 +7,7 @@ Presentation, not sealed; publish draws the specs :func:`figure_specs` returns (
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sealedeval.render.comparisons import has_records
@@ -22,11 +22,15 @@ from sealedeval.render.figures import (
     top_legend,
     wilson_point,
 )
+from sealedeval.render.metrics import added_engines, engine_label
 from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS, Condition
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+Label = Callable[[str], str]
+"""How an engine's name is drawn: ``engine_label`` with whether it was added after the seal."""
 
 _TRACK_A = (
     ("m1", "M1: value = reference"),
@@ -41,14 +45,16 @@ def _clustered(b: Mapping[str, Any] | None) -> Point | None:
     return point(b.get("item_mean"), b.get("clustered_lo"), b.get("clustered_hi"))
 
 
-def _series_a(a: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def _series_a(a: Mapping[str, Any], lab: Label) -> list[tuple[str, Mapping[str, Any]]]:
     """(label, track_a) per engine and model role, primary first, as the report lists them."""
     out = []
     for eng, e in a["engines"].items():
         roles = sorted(e["roles"].items(), key=lambda kv: (kv[0] != "primary", kv[0]))
         for role, r in roles:
             if r.get("track_a"):
-                out.append((eng if role == "primary" else f"{eng} ({role})", r["track_a"]))
+                out.append(
+                    (lab(eng) if role == "primary" else f"{lab(eng)} ({role})", r["track_a"])
+                )
     return out
 
 
@@ -57,8 +63,8 @@ def _conditions(series: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Conditi
     return [c for c in CONDITIONS if c in present]
 
 
-def _track_a(a: Mapping[str, Any]) -> Figure:
-    series = _series_a(a)
+def _track_a(a: Mapping[str, Any], lab: Label) -> Figure:
+    series = _series_a(a, lab)
     conds = _conditions(series)
     fig = new_figure(7.2, 7.0)
     axes = fig.subplots(len(_TRACK_A), 1, sharex=True)
@@ -117,8 +123,8 @@ def _b_panel(
     ax.set_title(title, fontsize="small")
 
 
-def _b_tracks(a: Mapping[str, Any]) -> Figure:
-    engines = _primaries(a)
+def _b_tracks(a: Mapping[str, Any], lab: Label) -> Figure:
+    engines = [(lab(eng), role) for eng, role in _primaries(a)]
     fig = new_figure(8.0, 6.4)
     (b1, b2), (b3, b4) = fig.subplots(2, 2)
     _b_panel(
@@ -179,15 +185,20 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
     """The grounding figures of one result.json section (``{"seal": ..., "analysis": ...}``):
     track A when any engine ran it, track B when any B track ran; nothing is drawn here."""
     a = section["analysis"]
+    added = added_engines(section)
+
+    def lab(eng: str) -> str:
+        return engine_label(eng, eng in added)
+
     out = []
-    if _series_a(a):
+    if _series_a(a, lab):
         out.append(
             FigureSpec(
                 "track_a",
                 "grounding track A: M1 (value equals the reference), M2 (definition id and "
                 "version named) and M7 (competing rule applied) per condition and engine; item "
                 "means with 95% intervals clustered by item, answerable items only.",
-                lambda: _track_a(a),
+                lambda: _track_a(a, lab),
             )
         )
     if _has_b(a):
@@ -197,10 +208,10 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
                 "grounding track B: B1 gap surfacing, B2 answer accuracy per assembly, B3 "
                 "disclosure precision/recall/decisions and critical disclosures, B4 routing "
                 "and final answers per ownership; call-level Wilson 95% intervals.",
-                lambda: _b_tracks(a),
+                lambda: _b_tracks(a, lab),
             )
         )
-    records = _records(a)
+    records = _records(a, lab)
     if records:
         out.append(
             FigureSpec(
@@ -217,7 +228,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
     return out
 
 
-def _records(a: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _records(a: Mapping[str, Any], lab: Label) -> list[dict[str, Any]]:
     """Every comparison record, named by engine and role (none in an older result.json)."""
     out = []
     for eng, e in sorted((a.get("engines") or {}).items()):
@@ -226,5 +237,7 @@ def _records(a: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not has_records(comps):
                 continue
             for c in comps:
-                out.append(dict(c["paired"]) | {"name": f"{eng} ({role}) {c['paired']['name']}"})
+                out.append(
+                    dict(c["paired"]) | {"name": f"{lab(eng)} ({role}) {c['paired']['name']}"}
+                )
     return out

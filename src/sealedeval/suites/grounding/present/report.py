@@ -7,12 +7,16 @@ names come from :mod:`..conditions`, the module that renders them into the promp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, p_compact, pct, pval, rate_ci, table
+from sealedeval.render.metrics import added_engines, engine_label
 from sealedeval.suites.grounding.conditions import CONDITION_NAMES, CONDITIONS
+
+Label = Callable[[str], str]
+"""How an engine's name is shown: ``engine_label`` with whether it was added after the seal."""
 
 _A_METRICS = (
     ("m1", "M1 value = reference"),
@@ -50,14 +54,14 @@ def _counts(b: Mapping[str, Any]) -> str:
     return f"{b['n_ok']}/{b['n_total']} ({b['n_error']} err)"
 
 
-def _m1_overview(a: Mapping[str, Any]) -> list[str]:
+def _m1_overview(a: Mapping[str, Any], lab: Label) -> list[str]:
     rows = []
     for eng, e in a["engines"].items():
         for role, r in e["roles"].items():
             ta = r.get("track_a", {})
             if not ta:
                 continue
-            label = eng if role == "primary" else f"{eng} ({role} model role)"
+            label = lab(eng) if role == "primary" else f"{lab(eng)} ({role} model role)"
             rows.append([label, *[_clustered(ta.get(c, {}).get("m1")) for c in CONDITIONS]])
     if not rows:
         return []
@@ -369,10 +373,10 @@ def _b4(b4: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _engine(eng: str, e: Mapping[str, Any]) -> list[str]:
+def _engine(eng: str, e: Mapping[str, Any], lab: Label) -> list[str]:
     kinds = ", ".join(f"{k} {v}" for k, v in e["errors_by_kind"].items()) or "none"
     out = [
-        f"### Engine `{eng}` ({e['model']})",
+        f"### Engine `{lab(eng)}` ({e['model']})",
         "",
         f"Requests {e['n_ok']}/{e['n_total']} ok, {e['n_error']} errors ({kinds})"
         + ("" if e["complete"] else " — INCOMPLETE")
@@ -401,6 +405,12 @@ def render(section: Mapping[str, Any]) -> str:
     a = section["analysis"]
     d = a["design"]
     plan = a["plan"]
+    added = added_engines(section)
+
+    def lab(eng: str) -> str:
+        """The engine as shown (labelled when added after the seal); lookups keep the name."""
+        return engine_label(eng, eng in added)
+
     calls = d.get("calls_per_engine") or {}
     out = [
         "## grounding — Semantic Grounding Benchmark v2",
@@ -419,7 +429,7 @@ def render(section: Mapping[str, Any]) -> str:
         "result).",
         "",
         *[
-            f"Engine `{eng}` runs profile `{p['profile']}` instead: {p['n_calls']} calls ("
+            f"Engine `{lab(eng)}` runs profile `{p['profile']}` instead: {p['n_calls']} calls ("
             + ", ".join(f"{k} {v}" for k, v in (p.get("calls") or {}).items())
             + f"); call order: {p.get('order') or d['order']}, seed {p['shuffle_seed']}.\n"
             for eng, p in (d.get("engine_profiles") or {}).items()
@@ -431,9 +441,9 @@ def render(section: Mapping[str, Any]) -> str:
         f"**Multiple comparisons.** {plan['correction']['statement']}",
         "",
     ]
-    out += _m1_overview(a)
+    out += _m1_overview(a, lab)
     for eng, e in a["engines"].items():
-        out += _engine(eng, e)
+        out += _engine(eng, e, lab)
     out += ["### Metric caveats", ""]
     out += [f"- {c}" for c in plan["metric_caveats"]]
     out += ["", "### Threats to validity", ""]
