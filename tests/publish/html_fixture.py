@@ -55,7 +55,9 @@ def build(dest: Path) -> Path:
     root = make_project(dest)
     (root / "config/html.yaml").write_text(overlay(_closed_port()))
     for suite in SUITES:
-        sealedeval(root, "run", suite, *CONFIG, "--no-progress")
+        # --allow-errors: `down` trips its circuit breaker (the run fails, by design); its rows
+        # are the error rows these tests need
+        sealedeval(root, "run", suite, *CONFIG, "--no-progress", "--allow-errors")
     sealedeval(root, "publish", *CONFIG)
     return root
 
