@@ -194,7 +194,9 @@ def test_the_deposit_carries_what_the_audit_needs(loop: Loop) -> None:
         "ledger.head.json",
         "ledger.head.json.tsr",
     } <= names
-    assert not any(n.endswith(".parquet") for n in names), "raw runs go in compressed"
+    # raw runs go in compressed; the only flat parquet files are the graded ones, for readers
+    assert all(n.startswith("graded__") for n in names if n.endswith(".parquet")), names
+    assert "graded__example.parquet" in names
     with tarfile.open(out / "inputs.tar.gz") as t:
         inputs = set(t.getnames())
     assert {"config/config.yaml", "data/example/items.jsonl"} <= inputs
