@@ -159,6 +159,8 @@ def _table(stdout: str) -> dict[tuple[str, str], dict[str, str]]:
     out = {}
     for x in lines[head_at + 2 :]:
         cells = re.split(r"\s{2,}", x.strip())
+        if len(cells) != len(header):  # the table ends; the build's summary follows
+            break
         row = dict(zip(header, cells, strict=True))
         out[(row["suite"], row["engine"])] = row
     return out
