@@ -590,9 +590,11 @@ class Auditor:
             return
         current = {s: e["sha256"] for s, e in lock.read(self.root)["suites"].items()}
         listed: dict[str, tuple[str, int, bool]] = {}
+        adopted = 0
         for e in entries:
             now = current.get(e["suite"]) == e["rubric_sha256"]
-            for part in e["parts"]:
+            adopted += len(e.get("adopted") or [])
+            for part in ledger.entry_parts(e):
                 listed[part["path"]] = (part["sha256"], part["rows"], now)
         present = {f.relative_to(self.root).as_posix(): f for f in raw_files(self.root)}
         problems = []
@@ -607,7 +609,9 @@ class Auditor:
             elif sha256_file(f) != digest:
                 problems.append(f"{path} differs from the ledger (edited or swapped)")
         problems += [
-            f"{p} was written by no ledgered run" for p in sorted(set(present) - set(listed))
+            f"{p} was written by no ledgered run (an interrupted run? running its engine again "
+            "resumes and records it)"
+            for p in sorted(set(present) - set(listed))
         ]
         reported = {
             (suite, eng)
@@ -617,13 +621,18 @@ class Auditor:
         ledgered = {
             (e["suite"], e["engine"])
             for e in entries
-            if current.get(e["suite"]) == e["rubric_sha256"] and e["parts"]
+            if current.get(e["suite"]) == e["rubric_sha256"] and ledger.entry_parts(e)
         }
         problems += [
             f"{s}/{e} has ledgered runs but is not in {RESULT}"
             for s, e in sorted(ledgered - reported)
         ]
         note = f"; {aside} parts of runs under an earlier seal are not present" if aside else ""
+        if adopted:
+            note += (
+                f"; {adopted} part{'s' if adopted != 1 else ''} of interrupted runs adopted by "
+                "the run that resumed them"
+            )
         self.add(
             "ledgered parts",
             not problems,

@@ -26,7 +26,8 @@ from tests.run._support import cli_popen, git, run_cli, write_fake_config
 from sealedeval.config import load_config
 from sealedeval.plugins import get_suite
 from sealedeval.run.runner import plan
-from sealedeval.seal import lock
+from sealedeval.seal import lock, standing
+from sealedeval.store import ledger
 from sealedeval.store.raw import latest_rows, raw_dir, raw_files, read_raw
 
 HERE = Path(__file__).resolve().parent
@@ -173,9 +174,17 @@ def test_kill_9_then_resume_gives_exactly_one_ok_row_per_key(
     assert 0 < len(ok_before) < 100, "the kill did not land mid-run"
     assert ok_before <= planned
     sent_before = srv.settled_total()
+    orphans = sorted(f.relative_to(root).as_posix() for f in out_dir.glob("part-*.parquet"))
+    assert ledger.read(root) == [], "a run killed with kill -9 never wrote its entry"
 
     second = run_cli(root, *RUN)
     assert second.returncode == 0, second.stderr
+    # the resume lists the killed run's parts as adopted: the study's parts all answer to the
+    # ledger again, and the publish/audit check finds nothing amiss
+    entry = ledger.read(root)[-1]
+    assert sorted(p["path"] for p in entry["adopted"]) == orphans
+    assert sum(p["rows"] for p in entry["adopted"]) == len(before)
+    assert standing.part_deviations(root, lock.read(root)) == []
     assert f"requested 100, skipped (already ok) {len(ok_before)}" in second.stderr
     # the resumed run asked exactly for what was not stored ok
     assert srv.total() - sent_before == 100 - len(ok_before)

@@ -81,6 +81,12 @@ def test_a_part_written_by_no_run_is_caught(sealed):
     a = sealed.audit()
     assert a.rc == 1, a
     assert "was written by no ledgered run" in a.detail("ledgered parts")
+    # running the engine again adopts only what a killed run can have left: a copy answers
+    # keys another part answered, so the rerun does not take it into the ledger
+    rc, _, err = sealed.cli("run", "golden", "--engine", "reference", "-c", "config/tiny.yaml")
+    assert rc == 0, err
+    assert "adopted" not in ledger.read(sealed.root)[-1]
+    assert sealed.audit().status("ledgered parts") == "FAIL"
 
 
 def _entries(sealed) -> list[dict]:

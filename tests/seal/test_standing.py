@@ -35,6 +35,9 @@ def _entry(suite: str, engine: str, rubric: str, parts: list[tuple[str, str]], *
 LOCK = {"suites": {"s": {"sha256": "NOW", "files": {}}}}
 
 
+HINT = " (an interrupted run? running its engine again resumes and records it)"
+
+
 def test_parts_missing_changed_and_unledgered_are_stated(tmp_path: Path) -> None:
     a = _part(tmp_path, "results/raw/s/e1/part-a.parquet", b"a")
     b = _part(tmp_path, "results/raw/s/e1/part-b.parquet", b"b")
@@ -51,7 +54,7 @@ def test_parts_missing_changed_and_unledgered_are_stated(tmp_path: Path) -> None
     assert standing.part_deviations(tmp_path, LOCK, present) == [
         ("s", "s/e2: 1 ledgered raw part missing"),
         ("s", "results/raw/s/e1/part-b.parquet differs from the ledger"),
-        ("s", "results/raw/s/e1/part-z.parquet was written by no ledgered run"),
+        ("s", "results/raw/s/e1/part-z.parquet was written by no ledgered run" + HINT),
     ]
     # hashed from the files when no manifest is given: the same verdict for the two real parts
     assert standing.part_deviations(tmp_path, LOCK) == [

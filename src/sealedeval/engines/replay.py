@@ -97,7 +97,7 @@ def _ledger_entries(root: Path, shas: set[str]) -> list[str]:
 
     out = []
     for e in ledger.read(root):
-        if any(p.get("sha256") in shas for p in e.get("parts") or []):
+        if any(p.get("sha256") in shas for p in ledger.entry_parts(e)):
             out.append(str(e.get("hash", "")))
     return out
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -125,6 +126,46 @@ def _existing(
     if not ok_value:
         return set()
     return set(t.filter(pc.equal(status, ok_value[0])).column("request_key").to_pylist())
+
+
+def _adoptable(root: Path, out_dir: Path, shard: tuple[int, int] | None) -> list[dict[str, Any]]:
+    """Parts in this engine's store that no ledger entry lists: left by a run killed before
+    its entry. This run resumes from their rows, so its entry lists them (``adopted``) and the
+    audit counts them aloud.
+
+    Only what a killed run can have written is adopted: under sharding, parts wholly of this
+    shard (a sibling shard running beside this one lists its own); and never a part with an ok
+    answer to a key another part already answered ok (a killed run asked only what was not
+    answered, so such a part was copied or injected, and stays unledgered for the audit)."""
+    from sealedeval.fsutil import sha256_file
+    from sealedeval.store import ledger
+
+    files = sorted(f for f in out_dir.glob("part-*.parquet") if not f.name.startswith("."))
+    if not files:
+        return []
+    known = {str(x["path"]) for e in ledger.read(root) for x in ledger.entry_parts(e)}
+    orphans = [f for f in files if f.relative_to(root).as_posix() not in known]
+    if not orphans:
+        return []
+    answered: Counter[str] = Counter()
+    columns: dict[Path, tuple[list[str], set[str]]] = {}
+    for f in files:
+        t = read_columns([f], ["request_key", "status"])
+        keys = t.column("request_key").to_pylist()
+        ok = {k for k, s in zip(keys, t.column("status").to_pylist(), strict=True) if s == "ok"}
+        answered.update(ok)
+        columns[f] = (keys, ok)
+    out: list[dict[str, Any]] = []
+    for f in orphans:
+        keys, ok = columns[f]
+        if shard is not None and not all(in_shard(k, shard) for k in keys):
+            continue
+        if any(answered[k] > 1 for k in ok):
+            continue
+        out.append(
+            {"path": f.relative_to(root).as_posix(), "sha256": sha256_file(f), "rows": len(keys)}
+        )
+    return out
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -243,6 +284,7 @@ def _run_suite(
         requests = [r for r in requests if r.item_id in chosen]
     requests = [r for r in requests if in_shard(r.request_key, shard)]
     done = _existing(cfg.root, suite_name, engine_name, p.seal, store)
+    adopted = _adoptable(cfg.root, out_dir, shard)
     if target.kind == "run":
         _say_design(cfg, suite_name, engine_name)  # once the stored rows read cleanly
     todo: list[Request] = [r for r in requests if r.request_key not in done]
@@ -306,6 +348,7 @@ def _run_suite(
             outcome,
             failure.reason if failure is not None else "",
             target,
+            adopted,
         )
     marker: dict[str, Any] = {
         "suite": suite_name,
@@ -410,9 +453,11 @@ def _ledger(
     outcome: str,
     reason: str = "",
     target: Target = STUDY,
+    adopted: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal,
-    and how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``)."""
+    how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``), and the
+    parts of an interrupted run it resumed from (``adopted``)."""
     from sealedeval.fsutil import sha256_file
     from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
@@ -444,6 +489,7 @@ def _ledger(
             "planned": len(requests),
             "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),
             "parts": parts,
+            **({"adopted": list(adopted)} if adopted else {}),
             "ok": stats.ok,
             "error": stats.error,
             "errors_by_kind": dict(sorted(stats.by_kind.items())),

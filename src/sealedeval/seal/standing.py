@@ -90,11 +90,11 @@ def part_deviations(
         present = {f.relative_to(root).as_posix(): sha256_file(f) for f in raw_files(root)}
     current = {s: str(v.get("sha256")) for s, v in (lock_doc.get("suites") or {}).items()}
     listed: dict[str, tuple[str, bool, str, str]] = {}
-    every = {str(p["path"]) for e in every_entry for p in e.get("parts") or []}
+    every = {str(p["path"]) for e in every_entry for p in ledger.entry_parts(e)}
     for e in entries:
         suite = str(e["suite"])
         now = current.get(suite) == e.get("rubric_sha256")
-        for part in e.get("parts") or []:
+        for part in ledger.entry_parts(e):
             listed[str(part["path"])] = (str(part["sha256"]), now, suite, str(e["engine"]))
     missing: dict[tuple[str, str], int] = defaultdict(int)
     changed: list[tuple[str, str]] = []
@@ -112,10 +112,13 @@ def part_deviations(
         out
         + changed
         + [
-            (_suite_of(p), f"{p} was written by no ledgered run")
+            (_suite_of(p), f"{p} was written by no ledgered run" + _RESUME_HINT)
             for p in sorted(set(present) - every)
         ]
     )
+
+
+_RESUME_HINT = " (an interrupted run? running its engine again resumes and records it)"
 
 
 def _suite_of(path: str) -> str:
@@ -246,7 +249,7 @@ def history(
         changed = changed_files(then, lock_doc, name) if not same_rubric else []
         if not same_design:
             changed.append(DESIGN_CHANGED)
-        parts = tuple(sorted({str(p["path"]) for e in es for p in e.get("parts") or []}))
+        parts = tuple(sorted({str(p["path"]) for e in es for p in ledger.entry_parts(e)}))
         earlier.append(
             EarlierSeal(
                 commit=commit,

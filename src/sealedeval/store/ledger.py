@@ -10,6 +10,11 @@ timestamp of its head (``sealedeval seal --tsa`` at publish). The audit checks a
 discloses the attempt count per (suite, engine): runs started, re-seeded or re-sealed before the
 published one are counted, not hidden.
 
+A run killed before its entry (``kill -9``, out of memory, a lost node) leaves parts no entry
+lists. The next run of that engine resumes from their rows, so it lists them as ``adopted``
+(path, sha256, rows): they are data of the study, recorded by the first run that used them, and
+the audit discloses how many were adopted rather than calling them unledgered.
+
 A pilot (``sealedeval pilot``) is chained like any run, with ``kind: pilot`` and parts under
 ``results/pilot/``: disclosed, never counted as an attempt, never checked as a part of the study
 (``counted``, ``pilots``).
@@ -120,6 +125,12 @@ def is_pilot(entry: Mapping[str, Any]) -> bool:
 def counted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entries of the study: every run and import, no pilot."""
     return [e for e in entries if not is_pilot(e)]
+
+
+def entry_parts(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The parts an entry answers for: those its run wrote and those it adopted from an
+    interrupted run of the same engine."""
+    return [*(entry.get("parts") or []), *(entry.get("adopted") or [])]
 
 
 def pilots(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
