@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sealedeval.publish import first_page
 from sealedeval.publish import summary as sm
 from sealedeval.publish.report_md import APPENDIX, render_report
 
@@ -77,7 +78,7 @@ def test_every_suite_has_a_headline_from_its_own_metrics() -> None:
 
 
 def test_every_decimal_on_the_summary_page_is_a_number_of_result_json() -> None:
-    md = sm.summary_markdown(RESULT)
+    md = first_page.summary_markdown(RESULT)
     for suite, section in RESULT["suites"].items():
         have = {f"{v:.3f}" for v in _numbers(section)}
         block = _suite_block(md, suite)
@@ -92,10 +93,10 @@ def test_summary_follows_result_json() -> None:
         if m["metric"] == "greedy_accuracy":
             m.update(estimate=0.123456, lo=0.0456, hi=0.4)
     r["suites"]["golden"]["seal"]["counts"]["reference"].update(complete=False, missing=3)
-    block = _suite_block(sm.summary_markdown(r), "golden")
+    block = _suite_block(first_page.summary_markdown(r), "golden")
     assert "0.123 [0.046, 0.400]" in block
     assert "| INCOMPLETE (3 missing) |" in block
-    before = _suite_block(sm.summary_markdown(RESULT), "golden")
+    before = _suite_block(first_page.summary_markdown(RESULT), "golden")
     assert "0.123" not in before and "INCOMPLETE" not in before
     assert not sm.suite_summaries(r)[1].complete
 
@@ -219,7 +220,7 @@ def test_a_suite_without_a_hook_gets_its_metrics_and_hypotheses() -> None:
     (c,) = s.comparisons
     assert (c.id, c.claim, c.n) == ("H1", "m1 > m2", 9)
     assert c.verdict == "supported (adjusted p = 0.008)"
-    md = sm.summary_markdown(r, audit="passed")
+    md = first_page.summary_markdown(r, audit="passed")
     assert "| m1 | 0.700 [0.400, 0.900] | 9 / 10 | complete (1 error) |" in md
     assert "audit: passed" in md
     assert "![Figure 1](figures/not_installed_suite_summary-comparisons.svg)" in md
@@ -228,7 +229,7 @@ def test_a_suite_without_a_hook_gets_its_metrics_and_hypotheses() -> None:
 def test_report_md_opens_with_the_summary_and_keeps_the_detail_in_the_appendix() -> None:
     md = render_report(RESULT)
     head, appendix = md.split(APPENDIX, 1)
-    assert sm.summary_markdown(RESULT) in head
+    assert first_page.summary_markdown(RESULT) in head
     assert "## Seal and completeness" in appendix and "## Seal and completeness" not in head
     for suite in RESULT["suites"]:
         assert f"### {suite}\n" in head

@@ -15,10 +15,16 @@ figure workers; its bytes depend on result.json alone).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from sealedeval.publish.summary import Comparison, Headline, SuiteSummary, summary_lines
+from sealedeval.publish.summary import (
+    Comparison,
+    Headline,
+    SuiteSummary,
+    suite_summaries,
+    summary_lines,
+)
 from sealedeval.render.figures import FigureSpec, ForestRow, forest_figure
 from sealedeval.render.md import num, table
 from sealedeval.render.metrics import engine_label
@@ -165,3 +171,27 @@ def suite_markdown(s: SuiteSummary, figure: tuple[int, str] | None) -> list[str]
     out += [f"- {line}" for line in verdict_lines(s)]
     out.append("")
     return out
+
+
+def summary_markdown(
+    result: Mapping[str, Any], *, audit: Mapping[str, str] | str | None = None
+) -> str:
+    """The summary page as Markdown: a heading, then per suite a heading, the lines a table
+    cannot say, its headline table, its forest figure and its verdicts
+    (``suite_markdown``)."""
+    out = [
+        "## Summary",
+        "",
+        f"Status: **{result.get('status', 'unknown')}**. Each line below is taken from "
+        "result.json; the tables behind it are in the appendix.",
+        "",
+    ]
+    n = 0
+    for s in suite_summaries(result, audit=audit):
+        out += [f"### {s.suite}", ""]
+        figure = None
+        if s.comparisons:  # its forest figure (``publish.figures.summary_specs``)
+            n += 1
+            figure = (n, f"{s.suite}_{FOREST}")
+        out += suite_markdown(s, figure)
+    return "\n".join(out)

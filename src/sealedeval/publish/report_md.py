@@ -13,7 +13,7 @@ from typing import Any
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import generic
 from sealedeval.publish.figures import specs, stem
-from sealedeval.publish.first_page import FOREST
+from sealedeval.publish.first_page import FOREST, summary_markdown
 from sealedeval.render.figures import FigureSpec
 from sealedeval.render.md import price_text, table
 from sealedeval.render.metrics import added_engines, added_in_any, engine_label
@@ -51,7 +51,6 @@ def render_report(result: Mapping[str, Any]) -> str:
     """report.md: the one-page summary first (``publish.summary``, the same one report.pdf and
     report.html open with), then the appendix: seal and completeness, every suite's section
     and figures, engines, the raw-run manifest."""
-    from sealedeval.publish.summary import summary_markdown
 
     out = [
         f"# {result['project']} — evaluation report",

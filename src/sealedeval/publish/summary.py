@@ -607,29 +607,3 @@ def summary_lines(s: SuiteSummary) -> list[str]:
     if s.note:
         out.append(s.note)
     return out
-
-
-def summary_markdown(
-    result: Mapping[str, Any], *, audit: Mapping[str, str] | str | None = None
-) -> str:
-    """The summary page as Markdown: a heading, then per suite a heading, the lines a table
-    cannot say, its headline table, its forest figure and its verdicts
-    (``publish.first_page``)."""
-    out = [
-        "## Summary",
-        "",
-        f"Status: **{result.get('status', 'unknown')}**. Each line below is taken from "
-        "result.json; the tables behind it are in the appendix.",
-        "",
-    ]
-    from sealedeval.publish.first_page import FOREST, suite_markdown
-
-    n = 0
-    for s in suite_summaries(result, audit=audit):
-        out += [f"### {s.suite}", ""]
-        figure = None
-        if s.comparisons:  # its forest figure (``publish.figures.summary_specs``)
-            n += 1
-            figure = (n, f"{s.suite}_{FOREST}")
-        out += suite_markdown(s, figure)
-    return "\n".join(out)
