@@ -137,3 +137,95 @@ def test_no_suite_compares_engine_kind_names() -> None:
 def test_protocol_and_registry_are_not_sealed(sealed: str) -> None:
     lock = (SRC.parent.parent / "rubric.lock").read_text()
     assert f"pkg:sealedeval/{sealed}.py" not in lock
+
+
+FILES = {_module(p): p for p in SRC.rglob("*.py")}
+
+
+def _from_imports(path: Path, *, top_only: bool = False) -> list[tuple[str, str]]:
+    """(module, name) of every ``from module import name`` (relative ones resolved), and
+    (module, "") of every ``import module``; ``top_only``: the module body's own statements."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mod = _module(path)
+    pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    nodes = tree.body if top_only else list(ast.walk(tree))
+    out: list[tuple[str, str]] = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            out += [(name, a.name) for a in node.names]
+    return [(m, n) for m, n in out if m.startswith("sealedeval")]
+
+
+def _defining(module: str, name: str, seen: frozenset[str] = frozenset()) -> str:
+    """The file a name comes from: a package that only hands ``name`` on from one of its
+    modules (a face) leads to that module."""
+    if f"{module}.{name}" in FILES:
+        return f"{module}.{name}"
+    if module not in FILES or module in seen:
+        return module
+    for src, n in _from_imports(FILES[module], top_only=True):
+        if n == name and src in FILES:
+            return _defining(src, name, seen | {module})
+    return module
+
+
+def _file_graph() -> dict[str, set[str]]:
+    """Module → the package files it imports (any import: at the top, inside a function,
+    under TYPE_CHECKING), each name resolved to the file that defines it."""
+    graph: dict[str, set[str]] = {}
+    for mod, path in FILES.items():
+        targets = {_defining(m, n) if n else m for m, n in _from_imports(path)}
+        graph[mod] = {t for t in targets if t in FILES and t != mod}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_anywhere() -> None:
+    """Every package is covered: no two files import each other, directly or round a loop,
+    whether the import sits at the top, inside a function or under TYPE_CHECKING."""
+    assert _circles(_file_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

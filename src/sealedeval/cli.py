@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from sealedeval import __version__
+from sealedeval._version import __version__
 from sealedeval.config import Config, load_config
 from sealedeval.errors import UserError
 

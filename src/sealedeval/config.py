@@ -1,5 +1,8 @@
 """Load and validate the workflow configuration.
 
+The loader sits above the engine kinds and the suites it checks the config against; the records
+it returns (``config_types``) sit below them, so neither imports the loader back.
+
 Config files are YAML, merged left to right (later files win key by key), then validated against
 ``sealedeval/workflow/config.schema.yaml`` (shipped in the package) — the same schema Snakemake
 validates at parse time, so the CLI and the workflow can never disagree about what a valid config
@@ -9,108 +12,22 @@ file and the key path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from sealedeval import yamlio
-from sealedeval.canonical import compact
+from sealedeval.config_types import Config, EngineConfig
+from sealedeval.engines.schemas import check_engine
 from sealedeval.errors import UserError
-from sealedeval.fsutil import sha256_text
+from sealedeval.validation import validate
 from sealedeval.workflow import SCHEMA as SCHEMA_PATH
 
+__all__ = ["DEFAULT_CONFIG", "Config", "EngineConfig", "load_config", "validate"]
+
 DEFAULT_CONFIG = Path("config/config.yaml")
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """One configured engine. Secrets are never stored here, only the env var naming them."""
-
-    name: str
-    kind: str
-    model: str = ""
-    base_url: str = ""
-    api_key_env: str = ""
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    price_in_per_mtok: float = 0.0
-    price_out_per_mtok: float = 0.0
-    fail_on_error: float = 0.0
-    """Errors (after retries) a run may end with and still succeed: 0 none, < 1 a share of the
-    calls made, >= 1 a count (Inspect AI's ``fail_on_error``)."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def api_key(self) -> str | None:
-        """The key from the environment; a configured but unset variable is a user error."""
-        if not self.api_key_env:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise UserError(
-                f"engine {self.name!r}: environment variable {self.api_key_env} is not set"
-            )
-        return key
-
-    def public(self) -> dict[str, Any]:
-        """What may be written to raw rows and reports: no key, only the variable's name."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "model": self.model,
-            "base_url": self.base_url,
-            "price_in_per_mtok": self.price_in_per_mtok,
-            "price_out_per_mtok": self.price_out_per_mtok,
-        }
-
-
-_ENGINE_FIELDS = {f for f in EngineConfig.__dataclass_fields__ if f not in ("name", "extra")}
-
-
-@dataclass(frozen=True)
-class Config:
-    root: Path
-    data: Mapping[str, Any]
-    sources: tuple[str, ...]
-
-    @property
-    def seed(self) -> int:
-        return int(self.data["project"]["seed"])
-
-    @property
-    def name(self) -> str:
-        return str(self.data["project"]["name"])
-
-    def engine(self, name: str) -> EngineConfig:
-        engines = self.data["engines"]
-        if name not in engines:
-            known = ", ".join(sorted(engines))
-            raise UserError(f"engine {name!r} is not configured in {self.where} (known: {known})")
-        raw = dict(engines[name])
-        known_fields = {k: raw.pop(k) for k in list(raw) if k in _ENGINE_FIELDS}
-        return EngineConfig(name=name, extra=raw, **known_fields)
-
-    def suite(self, name: str) -> dict[str, Any]:
-        suites = self.data.get("suites", {})
-        if name not in suites:
-            raise UserError(f"suite {name!r} is not configured in {self.where}")
-        return dict(suites[name])
-
-    def enabled_suites(self) -> list[str]:
-        return sorted(n for n, s in self.data.get("suites", {}).items() if s.get("enabled", True))
-
-    @property
-    def where(self) -> str:
-        return " + ".join(self.sources)
-
-    def sha256(self) -> str:
-        return sha256_text(compact(self.data))
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,35 +78,6 @@ def load_schema(root: Path | None = None) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise UserError(f"{SCHEMA_PATH}: schema is not a mapping")
     return schema
-
-
-def validate(data: Any, schema: Mapping[str, Any], where: str) -> None:
-    """Raise a one-line UserError for the first schema violation (deepest path first)."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
-    if errors:
-        e = errors[0]
-        path = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise UserError(f"{where}: {path}: {e.message}{_did_you_mean(e)}")
-
-
-def _did_you_mean(e: Any) -> str:
-    """For a key the schema does not allow: the closest allowed key at that place (a typo such
-    as ``temperture`` is the usual cause), as the registry's errors do for unknown names."""
-    import difflib
-
-    if e.validator != "additionalProperties" or not isinstance(e.instance, Mapping):
-        return ""
-    allowed = [str(k) for k in (e.schema.get("properties") or {})]
-    unexpected = sorted(str(k) for k in e.instance if k not in allowed)
-    for key in unexpected:
-        close = difflib.get_close_matches(key, allowed, n=1)
-        if close:
-            which = "" if len(unexpected) == 1 else f" for {key!r}"
-            return f"; did you mean {close[0]!r}{which}?"
-    return ""
 
 
 def _relative(root: Path, p: Path) -> Path:
@@ -282,10 +170,9 @@ def load_config(
     schema = load_schema(root)
     validate(merged, schema, where)
     merged = _apply_defaults(schema, merged)
-    from sealedeval.engines.schemas import check_engine
-
+    common = schema["properties"]["engines"]["additionalProperties"]["properties"]
     for name, section in merged["engines"].items():
-        check_engine(name, section, where)
+        merged["engines"][name] = check_engine(name, section, where, common)
     _validate_suites(merged, where, root)
     cfg = Config(root=root, data=merged, sources=tuple(sources))
     for suite in cfg.enabled_suites():

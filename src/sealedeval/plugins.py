@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from sealedeval.registry import Registry
 
 if TYPE_CHECKING:
-    from sealedeval.config import Config, EngineConfig
+    from sealedeval.config_types import Config, EngineConfig
     from sealedeval.engines.base import Request
     from sealedeval.render.figures import FigureSpec
 

@@ -46,7 +46,7 @@ class EntryInfo:
 
 
 def _package_version() -> str:
-    from sealedeval import __version__
+    from sealedeval._version import __version__
 
     return __version__
 

@@ -274,6 +274,7 @@ def test_a_source_tree_without_metadata_takes_pyprojects_version(
     pkg = tmp_path / "src" / "sealedeval"
     pkg.mkdir(parents=True)
     shutil.copyfile(Path(se.__file__), pkg / "__init__.py")
+    shutil.copyfile(Path(se.__file__).with_name("_version.py"), pkg / "_version.py")
     if pyproject:
         (tmp_path / "pyproject.toml").write_text(
             '[project]\nname = "sealedeval"\nversion = "9.8.7"\n', encoding="utf-8"

@@ -15,11 +15,22 @@ from typing import Any
 import pytest
 import yaml
 
-from sealedeval.config import load_config
+from sealedeval.config import load_config, load_schema
 from sealedeval.engines.base import EngineError
-from sealedeval.engines.schemas import COMMON, KINDS, KindOptions, check_engine
+from sealedeval.engines.schemas import BUILTIN_KINDS, KindOptions, kind_options
+from sealedeval.engines.schemas import check_engine as _check
 from sealedeval.errors import UserError
 from sealedeval.run.retry import DEFAULT_RETRY_AFTER_MAX_S, Attempts, RetryPolicy, with_retries
+
+CENTRAL = load_schema()["properties"]["engines"]["additionalProperties"]["properties"]
+"""The dispatcher's keys every kind takes, typed by the central schema."""
+COMMON = frozenset(CENTRAL)
+KINDS = {k: kind_options(k) for k in BUILTIN_KINDS}
+
+
+def check_engine(name: str, section: dict[str, Any], where: str) -> dict[str, Any]:
+    return _check(name, section, where, CENTRAL)
+
 
 VALID: dict[str, dict[str, Any]] = {
     "openai_chat": {"kind": "openai_chat", "base_url": "http://127.0.0.1:1/v1"},
@@ -53,12 +64,12 @@ def test_a_valid_section_passes_and_a_foreign_key_is_one_line_naming_the_kind(ki
         check_engine("e", VALID[kind] | {key: "x"}, "cfg.yaml")
     msg = str(e.value)
     assert "\n" not in msg
-    assert msg.startswith(f"cfg.yaml: engines.e.{key}: not an option of kind {kind} ")
+    assert msg.startswith(f"cfg.yaml: engines.e.{key}: not an option of kind {kind}; it is an ")
 
 
 @pytest.mark.parametrize("kind", sorted(VALID))
 def test_each_required_key_is_checked(kind: str) -> None:
-    for key in sorted(KINDS[kind].required):
+    for key in sorted(KINDS[kind].required):  # type: ignore[union-attr]
         section = {k: v for k, v in VALID[kind].items() if k != key}
         with pytest.raises(UserError, match=f"^cfg.yaml: engines.e: kind {kind} needs {key}$"):
             check_engine("e", section, "cfg.yaml")
@@ -76,14 +87,38 @@ def test_a_plugin_kind_registers_its_options_with_the_kind() -> None:
     from sealedeval.engines.base import Capabilities, engine_kind
 
     name = "test_plugin_kind_opts"
-    engine_kind(name, Capabilities(), options=KindOptions(required=frozenset({"endpoint"})))(
-        lambda config, **kw: None
-    )  # type: ignore[arg-type,return-value]
-    check_engine("p", {"kind": name, "endpoint": "/x"}, "c")
+    options = KindOptions.from_schema(
+        {"required": ["endpoint"], "properties": {"endpoint": {}, "region": {"enum": ["eu"]}}},
+        "test",
+    )
+    engine_kind(name, Capabilities(), options=options)(
+        lambda config, **kw: None  # type: ignore[arg-type,return-value]
+    )
+    check_engine("p", {"kind": name, "endpoint": "/x", "region": "eu"}, "c")
     with pytest.raises(UserError, match=f"kind {name} needs endpoint"):
         check_engine("p", {"kind": name}, "c")
     with pytest.raises(UserError, match=f"engines.p.source: not an option of kind {name}"):
         check_engine("p", {"kind": name, "endpoint": "/x", "source": "y"}, "c")
+    # its own schema types its own option, in the central schema's words
+    with pytest.raises(UserError, match=r"^c: engines\.p\.region: 'us' is not one of \['eu'\]$"):
+        check_engine("p", {"kind": name, "endpoint": "/x", "region": "us"}, "c")
+    with pytest.raises(UserError, match=r"not an option of kind .*; did you mean 'region'\?"):
+        check_engine("p", {"kind": name, "endpoint": "/x", "regoin": "eu"}, "c")
+    # the central keys keep their types whatever the kind
+    with pytest.raises(UserError, match=r"engines\.p\.concurrency: 0 is less than"):
+        check_engine("p", {"kind": name, "endpoint": "/x", "concurrency": 0}, "c")
+    with pytest.raises(ValueError, match="already has registered options"):
+        engine_kind("openai_chat", Capabilities(), options=options)
+
+
+def test_every_built_in_option_file_sits_beside_its_kind() -> None:
+    here = Path(__file__).resolve().parents[2] / "src/sealedeval/engines"
+    for kind in BUILTIN_KINDS:
+        assert (here / f"{kind}.py").is_file() and (here / f"{kind}.options.yaml").is_file()
+    # no kind's option is one of the dispatcher's (the central schema types those)
+    for kind, opts in KINDS.items():
+        assert opts is not None
+        assert not (set(opts.properties) - {"model"}) & COMMON, kind
 
 
 def _project(tmp_path: Path, engines: dict[str, Any]) -> Path:
@@ -129,10 +164,11 @@ def test_a_wrong_key_through_the_cli_is_one_line_exit_2(
     rc = main(["run", "golden", "--root", str(root), "--engine", "claude"])
     err = capsys.readouterr().err.strip()
     assert rc == 2
-    opts = COMMON | KINDS["anthropic"].required | KINDS["anthropic"].optional
+    opts = COMMON | KINDS["anthropic"].names  # type: ignore[union-attr]
     assert err == (
         "sealedeval: error: config/config.yaml: engines.claude.n_ctx: not an option of kind "
-        f"anthropic (its options: {', '.join(sorted(opts - {'kind'}))})"
+        "anthropic; it is an option of kind local "
+        f"(its options: {', '.join(sorted(opts - {'kind'}))})"
     )
 
 

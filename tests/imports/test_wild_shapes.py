@@ -373,7 +373,7 @@ def test_an_imported_engine_has_nothing_to_call() -> None:
     import asyncio
 
     from sealedeval.config import EngineConfig
-    from sealedeval.engines.base import EngineError, engine_kinds
+    from sealedeval.engines import EngineError, engine_kinds
 
     factory = engine_kinds.get("imported")
     engine = factory(EngineConfig(name="google-gemma-2b", kind="imported", model="google/gemma-2b"))

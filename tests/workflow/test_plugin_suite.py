@@ -193,3 +193,64 @@ def test_adding_a_suite_changes_no_other_rubric_hash(plugin_path: Path, tmp_path
     assert without == with_plugin
     committed = json.loads((REPO / "rubric.lock").read_text())["suites"]
     assert {n: committed[n]["sha256"] for n in without} == without
+
+
+def _snakemake(root: Path, plugin: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["snakemake", "--cores", "2", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(plugin),
+    )
+
+
+def test_a_plugin_engine_kind_with_an_option_of_its_own_runs_through_snakemake(
+    plugin_path: Path, tmp_path: Path
+) -> None:
+    """``wordcounter`` comes from the same package through the ``sealedeval.engines`` entry
+    point, with its options schema (``region`` required, ``offset``): the central schema knows
+    neither, the kind's schema checks both, at Snakemake's parse time in the CLI's words."""
+    root = _project(tmp_path / "proj")
+    config = root / "config/config.yaml"
+    config.write_text(
+        "project: {name: wordcount-demo, seed: 11}\n"
+        "engines:\n"
+        "  reference: {kind: reference, concurrency: 2}\n"
+        "  counter: {kind: wordcounter, region: eu, offset: 1}\n"
+        "suites:\n  wordcount: {engines: [reference, counter], repeats: 2}\n"
+    )
+    git(root, "commit", "-qam", "a plugin engine")
+    good = config.read_text()
+    for bad, said in [
+        ("region: mars", "config/config.yaml: engines.counter.region: 'mars' is not one of"),
+        ("region: eu, regoin: eu", "counter.regoin: not an option of kind wordcounter; did you"),
+        ("offset: 1", "config/config.yaml: engines.counter: kind wordcounter needs region"),
+    ]:
+        config.write_text(good.replace("region: eu, offset: 1", bad))
+        proc = _snakemake(root, plugin_path, "-n")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out
+        ours = [line for line in out.splitlines() if line.startswith("sealedeval: error: ")]
+        assert len(ours) == 1 and said in ours[0], out
+        assert "Traceback" not in out
+    config.write_text(good)
+
+    assert _cli(root, plugin_path, "seal").returncode == 0
+    git(root, "add", "rubric.lock")
+    git(root, "commit", "-qm", "seal")
+    proc = _snakemake(root, plugin_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((root / "results/result.json").read_text())
+    section = result["suites"]["wordcount"]
+    assert section["seal"]["counts"]["counter"]["ok"] == 10
+    accuracy = {
+        m["group"]["engine"]: m["estimate"]
+        for m in section["analysis"]["metrics"]
+        if m["metric"] == "accuracy"
+    }
+    assert accuracy == {"reference": 1.0, "counter": 0.0}  # offset 1: every count one too many
+    assert result["engines"]["counter"]["model"] == "wordcounter-eu"
+    audit = _cli(root, plugin_path, "audit")
+    assert audit.returncode == 0, audit.stdout + audit.stderr

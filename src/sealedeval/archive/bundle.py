@@ -34,7 +34,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sealedeval import __version__
+from sealedeval._version import __version__
 from sealedeval.canonical import dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, write_bytes_atomic, write_text_atomic

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from sealedeval import __version__
+from sealedeval._version import __version__
 from sealedeval.config import Config
 
 CITATION = Path("CITATION.cff")

@@ -8,8 +8,8 @@ from sealedeval.engines.base import (
     Request,
     build_engine,
     capabilities,
-    engine_kinds,
 )
+from sealedeval.engines.schemas import engine_kinds
 
 __all__ = [
     "Capabilities",

@@ -63,7 +63,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from sealedeval.canonical import compact
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.engines.http import TEXT_IN_MESSAGE, TEXT_KEPT, retry_after
 from sealedeval.engines.openai_chat import OpenAIChatEngine, _canonical_response, _loads

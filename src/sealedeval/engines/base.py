@@ -13,10 +13,9 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from sealedeval.canonical import compact
-from sealedeval.config import EngineConfig
-from sealedeval.engines.schemas import KindOptions
+from sealedeval.config_types import EngineConfig
+from sealedeval.engines.schemas import KindOptions, engine_kinds
 from sealedeval.engines.schemas import register as register_options
-from sealedeval.registry import Registry
 
 # Retryable: the service may answer next time. Final: retrying would give the same bytes.
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -176,9 +175,6 @@ CapabilityFn = Callable[[EngineConfig], Capabilities]
 _capabilities: dict[str, CapabilityFn] = {}
 
 EngineFactory = Callable[..., Engine]
-engine_kinds: Registry[EngineFactory] = Registry("engine kind", group="sealedeval.engines")
-for _kind in ("openai_chat", "anthropic", "local", "reference", "kantesti", "replay", "imported"):
-    engine_kinds.add_lazy(_kind, f"sealedeval.engines.{_kind}")
 
 
 def engine_kind(
@@ -189,8 +185,8 @@ def engine_kind(
 ) -> Callable[[EngineFactory], EngineFactory]:
     """Register an engine kind with the capabilities it declares (a value, or a function of the
     engine's config when they depend on it) and, for a kind from another package, the config
-    keys it takes (``options``: its per-kind schema; built-in kinds list theirs in
-    ``engines/schemas.py`` so a config is checked without importing them)."""
+    keys it takes (``options``: its options schema; built-in kinds ship theirs as
+    ``engines/<kind>.options.yaml`` so a config is checked without importing them)."""
     if options is not None:
         register_options(name, options)
     caps = capabilities or Capabilities()
@@ -222,4 +218,5 @@ def capabilities(config: EngineConfig) -> Capabilities:
 
 def build_engine(config: EngineConfig, **kwargs: Any) -> Engine:
     """Instantiate the configured kind; kinds import lazily so `grade` never loads HTTP code."""
-    return engine_kinds.get(config.kind)(config, **kwargs)
+    engine: Engine = engine_kinds.get(config.kind)(config, **kwargs)
+    return engine

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 
 

@@ -41,7 +41,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import (
     Attachment,
     Capabilities,

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, Request, engine_kind
 from sealedeval.engines.openai_chat import OpenAIChatEngine
 from sealedeval.errors import UserError

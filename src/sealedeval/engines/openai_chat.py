@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from sealedeval.canonical import compact
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.engines.http import status_error, transport_error
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sealedeval.canonical import compact
-from sealedeval.config import EngineConfig
+from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, sha256_text

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sealedeval import __version__
+from sealedeval._version import __version__
 from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.errors import UserError

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sealedeval
 from sealedeval.canonical import dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, write_text_atomic
@@ -35,7 +34,7 @@ LOCK_FORMAT = "sealedeval.rubric.lock/2"
 PREREG_NAME = "rubric.lock.zenodo.json"  # written by `sealedeval seal --zenodo`
 PY_HASH = "sha256 of the docstring-free AST dump (ast-v1)"
 PKG_PREFIX = "pkg:"
-_PKG_ROOT = Path(sealedeval.__file__).resolve().parent.parent
+_PKG_ROOT = Path(__file__).resolve().parents[2]
 
 ANALYSIS_INPUTS = (
     "pkg:sealedeval/keys.py",
