@@ -18,10 +18,13 @@ Registering a suite in another package (``pyproject.toml``)::
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sealedeval.errors import UserError
 from sealedeval.registry import Registry
 
 if TYPE_CHECKING:
@@ -109,10 +112,155 @@ class SuiteHooks(Protocol):
     def config_schema(self) -> Mapping[str, Any]: ...
 
 
+REQUIRED: Mapping[str, tuple[str, ...]] = {
+    "rubric_inputs": (),
+    "generate": ("cfg", "seed"),
+    "requests": ("cfg", "items", "engine", "model", "seed"),
+    "reference_answer": ("request",),
+    "grade": ("cfg", "items", "rows"),
+    "analyze": ("cfg", "items", "graded", "rows"),
+}
+"""The ``Suite`` protocol's methods and the arguments every caller passes them."""
+
+HOOKS: Mapping[str, tuple[str, ...]] = {
+    "followup_requests": ("cfg", "items", "engine", "model", "seed", "rows"),
+    "iter_grade": ("cfg", "items", "rows"),
+    "run_after": ("engine",),
+    "config_schema": (),
+    "report_sections": ("section",),
+    "figures": ("section",),
+    "scorecards": ("graded", "section"),
+    "summary": ("section",),
+    "design_comparisons": ("section",),
+    "regrade": ("root", "profile", "fmt", "path"),
+}
+"""Every optional hook (``SuiteHooks`` documents each) and the arguments its caller passes:
+the one list ``hook()`` looks names up in, and ``check_suite`` holds a suite against."""
+
+
 def hook(suite: object, name: str) -> Any:
-    """The suite's optional hook ``name``, or None."""
+    """The suite's optional hook ``name``, or None (also when it is ``SuiteBase``'s
+    placeholder: a suite that subclasses it and does not override a hook has none)."""
+    if name not in HOOKS and name not in REQUIRED:
+        raise ValueError(f"{name!r} is not a suite hook (plugins.HOOKS)")
     fn = getattr(suite, name, None)
+    if getattr(fn, "__func__", None) is getattr(SuiteBase, name, None):
+        return None
     return fn if callable(fn) else None
+
+
+def _takes(fn: Any, args: tuple[str, ...]) -> bool:
+    """Whether ``fn`` can be called with these arguments, positionally (as callers do)."""
+    try:
+        inspect.signature(fn).bind(*args)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): not ours to judge
+        return True
+    return True
+
+
+def check_suite(name: str, obj: object) -> None:
+    """Refuse, at registration, a suite that would fail later or silently: a protocol method
+    missing, a method or hook that cannot take the arguments its caller passes, or a public
+    method whose name is one letter away from a hook (``figure`` for ``figures``: the
+    misspelt hook would never be called)."""
+    where = f"suite {name!r} ({type(obj).__module__}.{type(obj).__qualname__})"
+    if not isinstance(getattr(obj, "name", None), str):
+        raise UserError(f"{where}: has no `name` string")
+    for method, args in [*REQUIRED.items(), *HOOKS.items()]:
+        fn = getattr(obj, method, None)
+        if fn is None:
+            if method in REQUIRED:
+                raise UserError(f"{where}: lacks `{method}({', '.join(args)})`")
+            continue
+        if not callable(fn):
+            raise UserError(f"{where}: `{method}` is not a method")
+        if not _takes(fn, args):
+            raise UserError(
+                f"{where}: `{method}({', '.join(inspect.signature(fn).parameters)})` cannot "
+                "be called as "
+                f"`{method}({', '.join(args)})`"
+            )
+    known = set(REQUIRED) | set(HOOKS)
+    for attr in sorted(dir(type(obj))):
+        if attr.startswith("_") or attr in known or not callable(getattr(obj, attr, None)):
+            continue
+        close = difflib.get_close_matches(attr, sorted(known), n=1, cutoff=0.85)
+        if close:
+            raise UserError(
+                f"{where}: `{attr}` is no hook and would never be called; did you mean "
+                f"`{close[0]}`? (hooks: {', '.join(HOOKS)})"
+            )
+
+
+class SuiteBase:
+    """A base for suites: the protocol's methods raise until defined, and every optional hook
+    is here with its arguments, as a placeholder ``hook()`` treats as absent (the defaults
+    described in ``SuiteHooks`` then apply). Subclassing is optional: any object with the
+    protocol's methods is a suite. Either way the registry checks it (``check_suite``)."""
+
+    name: str = ""
+
+    def rubric_inputs(self) -> list[str]:
+        raise NotImplementedError
+
+    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def requests(
+        self, cfg: Config, items: Sequence[Row], engine: EngineConfig, model: str, seed: int
+    ) -> list[Request]:
+        raise NotImplementedError
+
+    def reference_answer(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def analyze(
+        self, cfg: Config, items: Sequence[Row], graded: Sequence[Row], rows: Sequence[Row]
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def followup_requests(
+        self,
+        cfg: Config,
+        items: Sequence[Row],
+        engine: EngineConfig,
+        model: str,
+        seed: int,
+        rows: Sequence[Row],
+    ) -> list[Request]:
+        return []
+
+    def iter_grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> Any:
+        return iter(())
+
+    def run_after(self, engine: str) -> list[str]:
+        return []
+
+    def config_schema(self) -> Mapping[str, Any]:
+        return {}
+
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        return ""
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        return []
+
+    def scorecards(self, graded: Sequence[Row], section: Mapping[str, Any]) -> dict[str, str]:
+        return {}
+
+    def summary(self, section: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {}
+
+    def design_comparisons(self, section: Mapping[str, Any]) -> list[tuple[str, str]]:
+        return []
+
+    def regrade(self, root: Path, profile: str, fmt: str, path: Path) -> Any:
+        return None
 
 
 def presentation_hook(name: str, hook_name: str) -> Any:
@@ -127,7 +275,7 @@ def presentation_hook(name: str, hook_name: str) -> Any:
     return hook(suite, hook_name)
 
 
-suites: Registry[Suite] = Registry("suite", group="sealedeval.suites")
+suites: Registry[Suite] = Registry("suite", group="sealedeval.suites", check=check_suite)
 
 # The built-in suites, imported on first lookup only (start-up: a golden run never imports
 # grounding's catalog and harness).

@@ -75,9 +75,18 @@ def load_target(target: str) -> Any:
 class Registry(Generic[T]):
     """Name → object mapping with lazy entries, entry points and one-line errors."""
 
-    def __init__(self, kind: str, *, group: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        group: str | None = None,
+        check: Callable[[str, Any], None] | None = None,
+    ) -> None:
         self.kind = kind
         self.group = group
+        self.check = check
+        """Called with (name, object) before an object is registered: raises ``UserError``
+        naming what is wrong with it (the suite registry checks the hooks a suite defines)."""
         self._entries: dict[str, T] = {}
         self._info: dict[str, EntryInfo] = {}
         self._lazy: dict[str, EntryInfo] = {}
@@ -94,6 +103,8 @@ class Registry(Generic[T]):
         """Register ``obj`` under ``name``; registering a second object is a programming bug."""
 
         def deco(obj: T) -> T:
+            if self.check is not None:
+                self.check(name, obj)
             with self._lock:
                 if name in self._entries and self._entries[name] is not obj:
                     raise ValueError(f"{self.kind} {name!r} registered twice")
@@ -113,6 +124,8 @@ class Registry(Generic[T]):
     def replace(self, name: str, obj: T, info: EntryInfo) -> None:
         """Bind ``name`` to ``obj`` whatever was there (a suite configured from a kind: the
         config names it, and loading another config in the same process rebinds it)."""
+        if self.check is not None:
+            self.check(name, obj)
         with self._lock:
             self._entries[name] = obj
             self._info[name] = info

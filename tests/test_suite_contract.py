@@ -1,0 +1,105 @@
+"""The suite contract is checked where a suite is registered, not discovered at run time.
+
+A misspelt hook (``figure``) would silently never be called, and a hook with the wrong
+arguments would fail deep inside publish; both are refused with their name when the suite is
+registered (``plugins.check_suite``, which the suite registry calls).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealedeval import plugins
+from sealedeval.errors import UserError
+from sealedeval.plugins import HOOKS, REQUIRED, SuiteBase, check_suite, hook
+from sealedeval.registry import Registry
+
+SRC = Path(__file__).resolve().parents[1] / "src/sealedeval"
+
+
+class Good(SuiteBase):
+    name = "good"
+
+    def rubric_inputs(self) -> list[str]:
+        return []
+
+    def figures(self, section: Any) -> list[Any]:
+        return ["mine"]
+
+
+def _registry() -> Registry[Any]:
+    return Registry("suite", check=check_suite)
+
+
+def test_a_suite_base_subclass_registers_and_only_its_own_hooks_count() -> None:
+    reg = _registry()
+    reg.register("good")(Good())
+    suite = reg.get("good")
+    assert hook(suite, "figures")(None) == ["mine"]
+    for name in sorted(set(HOOKS) - {"figures"}):
+        assert hook(suite, name) is None, name  # SuiteBase's placeholder is no hook
+
+
+def test_a_misspelt_hook_is_refused_with_its_name() -> None:
+    class Misspelt(Good):
+        def figure(self, section: Any) -> list[Any]:
+            return []
+
+    with pytest.raises(UserError, match=r"`figure` is no hook .*did you mean `figures`\?"):
+        _registry().register("m")(Misspelt())
+
+
+def test_a_hook_with_the_wrong_arguments_is_refused_with_its_name() -> None:
+    class Mistyped(Good):
+        def scorecards(self, graded: Any) -> dict[str, str]:  # type: ignore[override]
+            return {}
+
+    with pytest.raises(UserError, match=r"`scorecards\(graded\)` cannot be called as "):
+        _registry().register("t")(Mistyped())
+
+
+def test_a_missing_protocol_method_is_refused() -> None:
+    class NoGrade:
+        name = "x"
+
+        def rubric_inputs(self) -> list[str]:
+            return []
+
+    with pytest.raises(UserError, match=r"suite 'x' .*: lacks `generate\(cfg, seed\)`"):
+        _registry().register("x")(NoGrade())
+    with pytest.raises(UserError, match="lacks"):  # configured suites are checked too
+        _registry().replace("x", NoGrade(), plugins.suites.info("golden"))
+
+
+def test_the_suite_registry_checks_and_the_built_in_suites_pass() -> None:
+    assert plugins.suites.check is check_suite
+    for name in ("golden", "bloodpanel", "grounding"):
+        check_suite(name, plugins.get_suite(name))
+
+
+def test_every_hook_the_code_looks_up_is_in_the_list() -> None:
+    """``hook()`` refuses a name not in HOOKS; this finds every literal lookup in the package
+    (the Snakemake rules included), so none waits for its code path to fail."""
+    looked_up: set[str] = set()
+    for f in [*SRC.rglob("*.py"), *SRC.rglob("*.smk")]:
+        text = f.read_text(encoding="utf-8")
+        for call in ast.walk(ast.parse(text)) if f.suffix == ".py" else []:
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in ("hook", "presentation_hook")
+                and len(call.args) == 2
+                and isinstance(call.args[1], ast.Constant)
+            ):
+                looked_up.add(str(call.args[1].value))
+        if f.suffix == ".smk":
+            looked_up |= {
+                line.split('"')[-2] for line in text.splitlines() if "hook(get_suite(" in line
+            }
+    assert looked_up and looked_up <= set(HOOKS) | set(REQUIRED), looked_up
+    with pytest.raises(ValueError, match="not a suite hook"):
+        hook(Good(), "figurs")
