@@ -229,3 +229,41 @@ def test_no_import_circle_anywhere() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "canonical", "yamlio", "fsutil", "_version", "validation"),
+    ("stats", "registry", "render"),
+    ("store", "config_types", "graders"),
+    ("engines", "plugins", "keys"),
+    ("config", "seal"),
+    ("run", "stages", "probes"),
+    ("suites", "workflow"),
+    ("imports", "publish"),
+    ("audit", "archive"),
+    ("cli", "api", "__init__"),
+]
+"""Every top-level module and package of ``sealedeval``, bottom up: a file imports only from
+its own layer or below. The Python API and the CLI are faces at the top."""
+
+LEAVES = {"sealedeval.workflow": 0}
+"""Files placed apart from their package: ``workflow/__init__.py`` only names the shipped
+workflow's paths (the loader reads the central schema's) and imports nothing."""
+
+
+def _layer(module: str) -> int:
+    if module in LEAVES:
+        return LEAVES[module]
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def test_every_package_has_a_layer_and_imports_point_down() -> None:
+    graph = _file_graph()
+    tops = {m.split(".")[1] if "." in m else "__init__" for m in graph}
+    assert tops == {t for names in LAYERS for t in names}, "a package without a layer"
+    up = sorted(
+        f"{m} imports {d}" for m, deps in graph.items() for d in deps if _layer(d) > _layer(m)
+    )
+    assert up == []
