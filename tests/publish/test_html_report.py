@@ -333,6 +333,9 @@ def test_view_serves_the_report_on_loopback_and_stops_on_ctrl_c() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a test run started in the background (`pytest &`) ignores SIGINT,
+        # the child would inherit that, and Python then installs no KeyboardInterrupt handler
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None

@@ -246,7 +246,7 @@ def test_a_plugin_engine_kind_with_an_option_of_its_own_runs_through_snakemake(
     section = result["suites"]["wordcount"]
     assert section["seal"]["counts"]["counter"]["ok"] == 10
     accuracy = {
-        m["group"]["engine"]: m["estimate"]
+        m["groups"]["engine"]: m["estimate"]
         for m in section["analysis"]["metrics"]
         if m["metric"] == "accuracy"
     }
