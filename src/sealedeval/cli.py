@@ -576,6 +576,36 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from sealedeval.publish import export
+
+    root = Path(args.root)
+    out = Path(args.output) if args.output else None
+    if args.what == "eee":
+        dest, exp = export.write_eee(
+            root,
+            out,
+            schema_version=args.schema,
+            relationship=args.relationship,
+            organization=args.organization,
+        )
+        print(
+            f"wrote {len(exp.files)} Every Eval Ever {exp.schema_version} records under {dest}/ "
+            f"({export.EEE_INDEX} lists them)"
+        )
+        reasons: dict[str, int] = {}
+        for n in exp.not_exported:
+            reasons[n.reason] = reasons.get(n.reason, 0) + 1
+        for reason, count in reasons.items():
+            print(f"not exported ({export.EEE_INDEX} names each): {count} metrics: {reason}")
+        return 0
+    if args.what == "samples":
+        path, rows = export.write_samples(root, args.format, out)
+        print(f"wrote {rows} graded rows to {path}")
+        return 0
+    raise UserError(f"export {args.what}: unknown export (eee or samples)")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     import json
 
@@ -830,6 +860,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--partial", action="store_true", help="grade the known case ids, list the unknown ones"
     )
     s.set_defaults(fn=cmd_regrade)
+
+    s = sub.add_parser(
+        "export", help="result.json as Every Eval Ever records (eee); graded rows as a table"
+    )
+    s.add_argument("what", metavar="eee|samples", help="eee: EEE schema; samples: tidy rows")
+    s.add_argument("--root", default=".", help="project root (default: current directory)")
+    s.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="eee: a directory; samples: a file (default: "
+        "results/export/eee/, results/export/samples.FORMAT)",
+    )
+    s.add_argument("--format", default="parquet", help="samples: parquet (default) or csv")
+    s.add_argument("--schema", default="0.2.2", help="eee: schema version, 0.2.2 or 0.3.0")
+    s.add_argument(
+        "--relationship",
+        default="third_party",
+        help="eee: evaluator_relationship (first_party if the model's developer runs it)",
+    )
+    s.add_argument(
+        "--organization", metavar="NAME", help="eee: source organisation (default: project)"
+    )
+    s.set_defaults(fn=cmd_export)
 
     s = sub.add_parser("audit", parents=[common], help="verify seal, raw runs and result.json")
     s.add_argument(

@@ -32,7 +32,8 @@ import pandas as pd
 
 from sealedeval.archive.bundle import flat_name
 from sealedeval.errors import UserError
-from sealedeval.stages.artifacts import GRADED_DIR, read_graded
+from sealedeval.publish.export import graded_files, samples_frame
+from sealedeval.stages.artifacts import GRADED_DIR
 from sealedeval.stats.comparisons import Comparison
 from sealedeval.stats.metrics import METRIC_KEYS
 
@@ -61,14 +62,7 @@ class Source:
     def graded(self) -> list[tuple[str, Path]]:
         """(suite, graded file) pairs, by suite name; a one-line error when there are none."""
         if self.kind == "project":
-            where = self.root / GRADED_DIR
-            files = sorted(where.glob("*.parquet")) if where.is_dir() else []
-            out = [(f.stem, f) for f in files if not f.name.startswith(".")]
-            if not out:
-                raise UserError(
-                    f"{where}: no graded files; run `sealedeval publish` (it grades first)"
-                )
-            return out
+            return graded_files(self.root)
         files = sorted(self.root.glob(f"{_BUNDLE_GRADED}*.parquet"))
         if not files:
             raise UserError(
@@ -118,16 +112,7 @@ def _analysis(path: Path, suite: str, section: Any) -> Mapping[str, Any]:
 def samples_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """Every graded row of a project (``results/graded/*.parquet``) or of a deposit bundle
     (``graded__*.parquet``), as the grade stage wrote it, with a ``suite`` column."""
-    frames = []
-    for suite, path in source(source_dir).graded():
-        rows = read_graded(path)
-        df = pd.DataFrame(dict(zip(rows.names, rows.columns, strict=True)), columns=rows.names)
-        if "suite" in df.columns:
-            df = df[["suite", *(c for c in rows.names if c != "suite")]]
-        else:
-            df.insert(0, "suite", suite)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True, sort=False)
+    return samples_frame(source(source_dir).graded())
 
 
 def _group_column(key: str) -> str:
