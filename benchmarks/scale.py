@@ -160,7 +160,7 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
     from sealedeval import __version__
     from sealedeval.canonical import compact
     from sealedeval.config import load_config
-    from sealedeval.run.runner import plan
+    from sealedeval.stages.run import plan
     from sealedeval.store.raw import raw_dir
     from sealedeval.store.schema import RAW_SCHEMA
 

@@ -9,6 +9,7 @@ here, whatever the code path that would have exercised it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -176,6 +177,7 @@ def _defining(module: str, name: str, seen: frozenset[str] = frozenset()) -> str
     return module
 
 
+@functools.cache
 def _file_graph() -> dict[str, set[str]]:
     """Module → the package files it imports (any import: at the top, inside a function,
     under TYPE_CHECKING), each name resolved to the file that defines it."""

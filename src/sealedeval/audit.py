@@ -275,7 +275,7 @@ class Auditor:
 
     def check_binding(self) -> None:
         doc = lock.read(self.root)
-        from sealedeval.imports.ingest import seal_time
+        from sealedeval.stages.ingest import seal_time
 
         bad = Counter[str]()
         unsealed = 0

@@ -126,7 +126,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sealedeval.run.runner import parse_shard, print_stats, run_suite
+    from sealedeval.stages.run import parse_shard, print_stats, run_suite
 
     cfg = _cfg(args)
     shard = parse_shard(args.shard) if args.shard else None
@@ -148,8 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_pilot(args: argparse.Namespace) -> int:
-    from sealedeval.run.pilot import DEFAULT_ITEMS, run_pilot
-    from sealedeval.run.runner import print_stats
+    from sealedeval.stages.pilot import DEFAULT_ITEMS, run_pilot
+    from sealedeval.stages.run import print_stats
 
     cfg = _cfg(args)
     runs = run_pilot(
@@ -493,9 +493,9 @@ def cmd_deposit(args: argparse.Namespace) -> int:
 
 def _regrade_from(args: argparse.Namespace) -> int:
     """``regrade SUITE --from PATH``: the recorded raw run replayed as a new run under the
-    current seal (``run/regrade.py``), and the next commands."""
+    current seal (``stages/regrade.py``), and the next commands."""
     from sealedeval.canonical import dumps
-    from sealedeval.run.regrade import regrade, report_lines
+    from sealedeval.stages.regrade import regrade, report_lines
 
     file_opts = {
         "--format": args.format,

@@ -292,7 +292,7 @@ suite_kinds: Registry[SuiteFactory] = Registry("suite kind", group="sealedeval.s
 """Suite *kinds*: factories ``(name, section, root=project) -> Suite`` for suites defined by config
 (``suites.<name>.kind: tasks``); the configured name is bound in ``suites`` by ``configure``."""
 suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks:TasksSuite")
-suite_kinds.add_lazy("imported", "sealedeval.imports.suite:ImportedSuite")
+suite_kinds.add_lazy("imported", "sealedeval.suites.imported.suite:ImportedSuite")
 
 
 def configure(name: str, section: Mapping[str, Any], root: Path | None = None) -> None:

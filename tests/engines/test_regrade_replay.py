@@ -29,7 +29,7 @@ import yaml
 from tests.conftest import git, sealedeval, shared_fixture
 
 from sealedeval.config import _merge
-from sealedeval.run.regrade import suite_overlay
+from sealedeval.stages.regrade import suite_overlay
 from sealedeval.store import ledger
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
 

@@ -14,7 +14,7 @@ from sealedeval.config import Config, EngineConfig, load_config
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.plugins import get_suite
-from sealedeval.run.runner import suite_engine
+from sealedeval.stages.run import suite_engine
 from sealedeval.suites.grounding.design import EMBEDDED_TOTALS, build_design
 from sealedeval.suites.grounding.harness import (
     DESIGN_RECORD,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from sealedeval import stats
-from sealedeval.imports import present
-from sealedeval.imports import suite as imported
 from sealedeval.render.comparisons import HEADER
 from sealedeval.stats.comparisons import adjust_families
+from sealedeval.suites.imported import present
+from sealedeval.suites.imported import suite as imported
 
 A = {"s1": [True], "s2": [True], "s3": [False], "s4": [True], "s5": [True]}
 B = {

@@ -287,7 +287,7 @@ def test_errored_sample_is_an_error_row(sealed: Path) -> None:
 
 
 def test_default_names(tmp_path: Path) -> None:
-    from sealedeval.imports.ingest import engine_name, suite_name
+    from sealedeval.stages.ingest import engine_name, suite_name
 
     assert engine_name("openai/gpt-4o-mini") == "openai-gpt-4o-mini"
     assert engine_name("hf/org/Model:v1") == "hf-org-Model-v1"

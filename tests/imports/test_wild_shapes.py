@@ -19,8 +19,8 @@ from tests.conftest import git
 from tests.imports.project import nothing_written, publish_and_audit
 
 from sealedeval import cli
-from sealedeval.imports import aggregations
 from sealedeval.imports import cli as import_cli
+from sealedeval.suites.imported import aggregations
 
 WILD = Path(__file__).resolve().parents[2].parent / "shared" / "wild-logs"
 needs_wild = pytest.mark.skipif(
@@ -101,7 +101,7 @@ def test_inspect_metrics_equal_inspect() -> None:
     scorer = pytest.importorskip("inspect_ai.scorer")
     from inspect_ai.scorer import SampleScore, Score
 
-    from sealedeval.imports import scores as score_values
+    from sealedeval.suites.imported import scores as score_values
 
     rng = random.Random(7)
     for _ in range(30):

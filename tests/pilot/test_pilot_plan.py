@@ -26,7 +26,7 @@ from tests.fakes.openai_server import FakeOpenAI, last_user_content
 from tests.tasks._support import cli, git, write_jsonl
 
 from sealedeval import stats
-from sealedeval.run.pilot import pilot_order
+from sealedeval.stages.pilot import pilot_order
 
 N_ITEMS = 30
 SEED = 7

@@ -25,8 +25,8 @@ from tests.run._support import cli_popen, git, run_cli, write_fake_config
 
 from sealedeval.config import load_config
 from sealedeval.plugins import get_suite
-from sealedeval.run.runner import plan
 from sealedeval.seal import lock, standing
+from sealedeval.stages.run import plan
 from sealedeval.store import ledger
 from sealedeval.store.raw import latest_rows, raw_dir, raw_files, read_raw
 

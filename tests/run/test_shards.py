@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from sealedeval.errors import UserError
-from sealedeval.run.runner import in_shard, marker_name, parse_shard
+from sealedeval.stages.run import in_shard, marker_name, parse_shard
 
 
 def test_shards_partition_the_keys() -> None:

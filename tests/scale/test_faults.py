@@ -31,7 +31,7 @@ from tests.fakes import FakeOpenAI
 from tests.run._support import cli_popen, run_cli, write_fake_config
 
 from sealedeval.config import load_config
-from sealedeval.run.runner import plan
+from sealedeval.stages.run import plan
 from sealedeval.store.raw import raw_dir, raw_files, read_raw
 from sealedeval.store.schema import ERROR_KINDS
 

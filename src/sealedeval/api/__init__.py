@@ -1,7 +1,7 @@
 """The Python API: run a sealed suite from Python, read what a build published as DataFrames.
 
 - ``eval(suite, engines, root=..., config=...)``: what ``sealedeval run SUITE`` does (the same
-  ``run.runner.run_suite``: seal check, resume, raw parts, ledger entry), engine by engine,
+  ``stages.run.run_suite``: seal check, resume, raw parts, ledger entry), engine by engine,
   returning an ``EvalResult`` instead of printing.
 - ``samples_df(source)``: one row per graded row (``results/graded/*.parquet``).
 - ``metrics_df(source)``: one row per ``stats.metrics.Metric`` of every suite in result.json.

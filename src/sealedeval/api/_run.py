@@ -1,6 +1,6 @@
 """``sealedeval.eval``: ``sealedeval run SUITE [--engine E]`` from Python.
 
-The same code path as the command (``run.runner.run_suite`` per engine, the suite's configured
+The same code path as the command (``stages.run.run_suite`` per engine, the suite's configured
 engines when none are named), so the raw rows, their keys, the ledger entry and the refusal of an
 unsealed or changed rubric are the command's; what the command prints per engine is returned as
 a typed record instead.
@@ -18,8 +18,8 @@ from sealedeval.config import load_config
 from sealedeval.errors import UserError
 from sealedeval.plugins import get_suite
 from sealedeval.run.dispatcher import RunStats
-from sealedeval.run.runner import run_suite
 from sealedeval.seal import lock
+from sealedeval.stages.run import run_suite
 
 PathArg = str | os.PathLike[str]
 

@@ -21,7 +21,7 @@ import yaml
 from sealedeval.canonical import compact
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.imports.ingest import HARNESS_LABELS, Ingest
+from sealedeval.stages.ingest import HARNESS_LABELS, Ingest
 
 CONFIG = Path("config/config.yaml")
 

@@ -42,7 +42,8 @@ def _import(args: argparse.Namespace, read: Callable[[], list[Any]]) -> int:
     """Read every log (no config needed), write the suite and engine blocks the config lacks
     (and say so), then bind the rows to the suite's seal and write them."""
     from sealedeval.config import load_config
-    from sealedeval.imports import autoconfig, ingest
+    from sealedeval.imports import autoconfig
+    from sealedeval.stages import ingest
 
     root = Path(args.root)
     loaded = read()
@@ -82,7 +83,7 @@ def _import(args: argparse.Namespace, read: Callable[[], list[Any]]) -> int:
 
 
 def _write(cfg: Any, loaded: list[Any]) -> int:
-    from sealedeval.imports import ingest
+    from sealedeval.stages import ingest
 
     for out in ingest.write_all(cfg, loaded):
         where = f"results/raw/{out.suite}/{out.engine}"

@@ -22,7 +22,7 @@ from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.imports import sniff
-from sealedeval.imports.ingest import (
+from sealedeval.stages.ingest import (
     Ingest,
     Seal,
     engine_name,

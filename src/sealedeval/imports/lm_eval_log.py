@@ -35,9 +35,8 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
-from sealedeval.imports import aggregations, sniff
-from sealedeval.imports import scores as score_values
-from sealedeval.imports.ingest import (
+from sealedeval.imports import sniff
+from sealedeval.stages.ingest import (
     Ingest,
     Seal,
     check_harness,
@@ -49,6 +48,8 @@ from sealedeval.imports.ingest import (
     suite_name,
 )
 from sealedeval.store.schema import raw_row
+from sealedeval.suites.imported import aggregations
+from sealedeval.suites.imported import scores as score_values
 
 HARNESS = "lm_eval"
 #: ``lm_eval_version`` major.minor whose results/samples layout this module reads: 0.4.x writes

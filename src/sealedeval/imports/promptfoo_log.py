@@ -33,7 +33,7 @@ from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.imports import sniff
-from sealedeval.imports.ingest import (
+from sealedeval.stages.ingest import (
     Ingest,
     Seal,
     check_harness,

@@ -315,7 +315,7 @@ def _predicted_errors(
     is now (before any move)."""
     from sealedeval.engines.base import EngineError
     from sealedeval.engines.replay import ReplayEngine
-    from sealedeval.run.runner import plan, suite_engine
+    from sealedeval.stages.run import plan, suite_engine
 
     over = {
         "engines": {name: dict(overlay["engines"][name]) | {"source": source.as_posix()}},
@@ -359,7 +359,7 @@ def regrade(
     """Prepare (nothing written on bad input), write the overlay, move the source out of
     ``results/raw`` when it is under an earlier seal, run the replay, summarise."""
     from sealedeval.fsutil import write_text_atomic
-    from sealedeval.run.runner import engine_rows, print_stats, run_suite
+    from sealedeval.stages.run import engine_rows, print_stats, run_suite
 
     label = label or str(source)
     cfg = load_config(root, list(config_files))

@@ -1,7 +1,7 @@
 """``sealedeval pilot SUITE``: try a few items on the engines before the seal, outside the study.
 
 A pilot asks the suite's own planned requests (every condition and repeat of the chosen items)
-through the same runner as ``sealedeval run`` (``runner.run_suite`` with a ``Target``), unsealed,
+through the same runner as ``sealedeval run`` (``stages.run.run_suite`` with a ``Target``), unsealed,
 into the pilot store ``results/pilot/SUITE/ENGINE/part-*.parquet`` (the raw-row schema, ``sealed``
 false). Nothing that builds or checks the study reads that store (``store.raw.raw_files`` lists
 ``results/raw`` only), so a pilot never blocks a later sealed run, never enters result.json's
@@ -25,7 +25,7 @@ from typing import IO, Final
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.run.dispatcher import RunStats
-from sealedeval.run.runner import Target, run_suite
+from sealedeval.stages.run import Target, run_suite
 from sealedeval.store.ledger import PILOT_KIND
 from sealedeval.store.raw import PILOT_ROOT
 

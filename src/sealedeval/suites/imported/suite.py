@@ -27,9 +27,9 @@ from sealedeval.canonical import dumps
 from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.imports import aggregations, scores
 from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
+from sealedeval.suites.imported import aggregations, scores
 from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
 
 Row = Mapping[str, Any]
@@ -45,10 +45,10 @@ SEALED_KEYS = (
     "cluster_by",
 )
 SOURCES = (
-    "pkg:sealedeval/imports/suite.py",
-    "pkg:sealedeval/imports/scores.py",
-    "pkg:sealedeval/imports/aggregations.py",
-    "pkg:sealedeval/imports/config.schema.yaml",
+    "pkg:sealedeval/suites/imported/suite.py",
+    "pkg:sealedeval/suites/imported/scores.py",
+    "pkg:sealedeval/suites/imported/aggregations.py",
+    "pkg:sealedeval/suites/imported/config.schema.yaml",
 )
 GRADER_VERSION = "1"
 #: A row's ``params.harness`` (each importer's ``HARNESS``) → the label reports and the
@@ -419,7 +419,7 @@ class ImportedSuite:
 
     # -- presentation (present.py is not sealed) --------------------------------------------
     def report_sections(self, section: Mapping[str, Any]) -> str:
-        from sealedeval.imports import present
+        from sealedeval.suites.imported import present
 
         return present.render(self.name, section)
 
