@@ -1,12 +1,12 @@
 """``sealedeval pilot SUITE``: try a few items on the engines before the seal, outside the study.
 
 A pilot asks the suite's own planned requests (every condition and repeat of the chosen items)
-through the same runner as ``sealedeval run`` (``stages.run.run_suite`` with a ``Target``), unsealed,
-into the pilot store ``results/pilot/SUITE/ENGINE/part-*.parquet`` (the raw-row schema, ``sealed``
-false). Nothing that builds or checks the study reads that store (``store.raw.raw_files`` lists
-``results/raw`` only), so a pilot never blocks a later sealed run, never enters result.json's
-manifest and is not an attempt: the ledger records it with ``kind: pilot``, and the audit
-discloses the pilots without counting them.
+through the same runner as ``sealedeval run`` (``stages.run.run_suite`` with a ``Target``),
+unsealed, into the pilot store ``results/pilot/SUITE/ENGINE/part-*.parquet`` (the raw-row
+schema, ``sealed`` false). Nothing that builds or checks the study reads that store
+(``store.raw.raw_files`` lists ``results/raw`` only), so a pilot never blocks a later sealed
+run, never enters result.json's manifest and is not an attempt: the ledger records it with
+``kind: pilot``, and the audit discloses the pilots without counting them.
 
 Which items: the first ``limit`` of the *pilot order*, the suite's item ids sorted by
 ``sha256("<project seed>/<suite>/<item id>")``. A seeded shuffle, so a pilot is not the first
