@@ -26,8 +26,14 @@ def _module(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """Each file parsed once for every rule here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     mod = _module(path)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out: set[str] = set()
@@ -146,7 +152,7 @@ FILES = {_module(p): p for p in SRC.rglob("*.py")}
 def _from_imports(path: Path, *, top_only: bool = False) -> list[tuple[str, str]]:
     """(module, name) of every ``from module import name`` (relative ones resolved), and
     (module, "") of every ``import module``; ``top_only``: the module body's own statements."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     mod = _module(path)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     nodes = tree.body if top_only else list(ast.walk(tree))
@@ -164,6 +170,11 @@ def _from_imports(path: Path, *, top_only: bool = False) -> list[tuple[str, str]
     return [(m, n) for m, n in out if m.startswith("sealedeval")]
 
 
+@functools.cache
+def _top_from_imports(path: Path) -> tuple[tuple[str, str], ...]:
+    return tuple(_from_imports(path, top_only=True))
+
+
 def _defining(module: str, name: str, seen: frozenset[str] = frozenset()) -> str:
     """The file a name comes from: a package that only hands ``name`` on from one of its
     modules (a face) leads to that module."""
@@ -171,7 +182,7 @@ def _defining(module: str, name: str, seen: frozenset[str] = frozenset()) -> str
         return f"{module}.{name}"
     if module not in FILES or module in seen:
         return module
-    for src, n in _from_imports(FILES[module], top_only=True):
+    for src, n in _top_from_imports(FILES[module]):
         if n == name and src in FILES:
             return _defining(src, name, seen | {module})
     return module

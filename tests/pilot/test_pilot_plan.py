@@ -122,6 +122,7 @@ def one_line_error(proc: Any) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_pilot_before_the_seal_leaves_the_study_and_its_audit_untouched(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
@@ -195,6 +196,7 @@ def _expected(root: Path, a: str, b: str, delta: float) -> tuple[float, int, int
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repeats", [1, 3])
 def test_plan_is_stats_mde_on_the_pilots_paired_scores(
     tmp_path: Path, fake: FakeOpenAI, answers: Answers, repeats: int
@@ -229,6 +231,7 @@ def test_plan_is_stats_mde_on_the_pilots_paired_scores(
     assert (c2["mde"], c2["n_for_delta"]) != (c["mde"], c["n_for_delta"])
 
 
+@pytest.mark.slow
 def test_setting_delta_after_the_plan_needs_no_new_pilot(tmp_path: Path, fake: FakeOpenAI) -> None:
     """The analysis block is sealed, so setting ``delta`` moves the rubric hash; the pilot's
     answers still plan (graded as the suite is now), with a note, and nothing is asked again."""
@@ -251,6 +254,7 @@ def test_setting_delta_after_the_plan_needs_no_new_pilot(tmp_path: Path, fake: F
     assert fake.count() == calls
 
 
+@pytest.mark.slow
 def test_plan_says_what_it_cannot_size(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = init_project(tmp_path, fake)
     cli(root, "pilot", "example", "--limit", "4", "--engine", "reference", "--no-progress")

@@ -394,6 +394,7 @@ def _refused(root: Path, *args: str, says: str) -> None:
     assert _tree(root) == before, "nothing may be written"
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -125,6 +125,7 @@ def _sealed_project(tmp_path: Path, fake: FakeOpenAI) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_sealed_run_is_pre_registered_and_audits_clean(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = _sealed_project(tmp_path, fake)
     proc = cli(root, "publish", "--jobs", "1")
@@ -159,6 +160,7 @@ def _amend(root: Path) -> str:
     return first
 
 
+@pytest.mark.slow
 def test_reseal_after_looking_is_amended_with_its_history(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = _sealed_project(tmp_path, fake)
     cli(root, "publish", "--jobs", "1")
@@ -190,6 +192,7 @@ def test_reseal_after_looking_is_amended_with_its_history(tmp_path: Path, fake: 
     assert rc == 0, out  # an honest amended report still audits clean
 
 
+@pytest.mark.slow
 def test_earlier_seal_headline_when_its_rows_are_present(tmp_path: Path, fake: FakeOpenAI) -> None:
     """A re-seal that changed only the design (an engine added, then sealed into it): the
     earlier runs' rows are the ones present, so their headline is given."""
@@ -212,6 +215,7 @@ def test_earlier_seal_headline_when_its_rows_are_present(tmp_path: Path, fake: F
     assert "; good 0.833 [0.552, 0.953]" in _summary(root)
 
 
+@pytest.mark.slow
 def test_missing_engine_is_not_as_sealed_and_exits_1(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = _sealed_project(tmp_path, fake)
     cli(root, "publish", "--jobs", "1")
@@ -266,6 +270,7 @@ def test_changed_sealed_input_stops_publish(tmp_path: Path, fake: FakeOpenAI) ->
     assert not (root / "results/report.md").exists()
 
 
+@pytest.mark.slow
 def test_engine_added_after_the_seal_is_labelled_and_exploratory(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:

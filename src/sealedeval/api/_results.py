@@ -32,7 +32,7 @@ import pandas as pd
 
 from sealedeval.archive.bundle import flat_name
 from sealedeval.errors import UserError
-from sealedeval.publish.export import graded_files, samples_frame
+from sealedeval.publish.export import graded_files, published_metrics, samples_frame
 from sealedeval.stages.artifacts import GRADED_DIR
 from sealedeval.stats.comparisons import Comparison
 from sealedeval.stats.metrics import METRIC_KEYS
@@ -125,15 +125,7 @@ def metrics_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
     records: list[dict[str, Any]] = []
     group_cols: dict[str, None] = {}
     for suite, section in suites.items():
-        metrics = _analysis(path, suite, section).get("metrics")
-        if not isinstance(metrics, list):
-            raise UserError(f"{path}: suites.{suite}.analysis.metrics: expected a list")
-        for i, m in enumerate(metrics):
-            if not (isinstance(m, Mapping) and set(METRIC_KEYS) <= set(m)):
-                raise UserError(
-                    f"{path}: suites.{suite}.analysis.metrics[{i}]: not a metric "
-                    f"(needs {', '.join(METRIC_KEYS)})"
-                )
+        for m in published_metrics(path, suite, section):
             groups = {_group_column(str(k)): v for k, v in (m["groups"] or {}).items()}
             group_cols.update(dict.fromkeys(groups))
             records.append(

@@ -131,9 +131,14 @@ def _load(data: bytes, where: Path) -> JsonObject:
     return doc
 
 
-def _metrics(where: Path, suite: str, section: Any) -> list[Mapping[str, Any]]:
+def published_metrics(where: Path, suite: str, section: Any) -> list[Mapping[str, Any]]:
+    """The metric records of one suite's result.json section, each checked to carry the metric
+    schema's keys (``stats.metrics.METRIC_KEYS``); one line naming the place otherwise. Shared
+    with the Python API's ``metrics_df``."""
     analysis = section.get("analysis") if isinstance(section, Mapping) else None
-    metrics = analysis.get("metrics") if isinstance(analysis, Mapping) else None
+    if not isinstance(analysis, Mapping):
+        raise UserError(f"{where}: suites.{suite}.analysis: expected a mapping")
+    metrics = analysis.get("metrics")
     if not isinstance(metrics, list):
         raise UserError(f"{where}: suites.{suite}.analysis.metrics: expected a list")
     for i, m in enumerate(metrics):
@@ -362,7 +367,7 @@ def eee_export(
     for suite in sorted(doc["suites"]):
         section = doc["suites"][suite]
         by_engine: dict[str, list[Mapping[str, Any]]] = {}
-        for m in _metrics(where, suite, section):
+        for m in published_metrics(where, suite, section):
             groups = {str(k): str(v) for k, v in (m["groups"] or {}).items()}
             engine = groups.get("engine")
             if not engine:
