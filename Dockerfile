@@ -38,6 +38,8 @@ RUN pip install --no-cache-dir --no-deps -r /tmp/requirements.lock \
 
 COPY pyproject.toml README.md /opt/sealedeval/
 COPY src /opt/sealedeval/src
+# the rules live at the top (rules/); src/sealedeval/workflow/rules links there
+COPY rules /opt/sealedeval/rules
 # /work made here, owned by the user: buildah does not materialise WORKDIR in the image.
 RUN pip install --no-cache-dir --no-deps /opt/sealedeval \
     && useradd --create-home --uid 1000 eval \

@@ -7,7 +7,9 @@ A project's ``Snakefile`` is three lines (this repository's is the same)::
     include: snakefile()
 
 so a project made by ``sealedeval init`` runs the very rules this repository runs, at the
-version of the installed package, without copying them. The central config schema lives here
+version of the installed package, without copying them. The rule files have one source, the
+repository's top-level ``rules/`` (one ``.smk`` per stage); ``workflow/rules`` here is a link to
+it, and a built wheel carries the files themselves. The central config schema lives here
 too: it is the package's contract, not a project's file.
 """
 
