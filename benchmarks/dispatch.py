@@ -237,7 +237,7 @@ def inspect_rate(py: str, base_url: str, n: int, conc: str, tmp: Path) -> float:
 def end_to_end(base_url: str, n: int, conc: int, tmp: Path) -> tuple[float, float, float]:
     """(wall s for `sealedeval run` of n calls, calls/s, start-up s for a 1-call run)."""
     import yaml
-    from tests.conftest import make_project
+    from tests.projects import make_project
 
     root = make_project(tmp / f"proj-{time.monotonic_ns()}")
     reps = int(prepare(n, base_url, conc)[0].suite("golden")["repeats"])

@@ -1,6 +1,6 @@
 """Publish at scale: N raw rows (default 1,000,000) → result.json; seconds and peak RSS.
 
-Not a test: it measures. In a throwaway sealed project (``tests.conftest.make_project``) the
+Not a test: it measures. In a throwaway sealed project (``tests.projects.make_project``) the
 golden suite is configured on one ``openai_chat`` engine; its real requests are rendered (keys,
 items, prompts) and their raw rows written synthetically with the real ``RAW_SCHEMA``
 (reference answers, a response body with its own id, per-row timestamps and latency),
@@ -309,7 +309,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
-    from tests.conftest import make_project
+    from tests.projects import make_project
 
     tmp = Path(tempfile.mkdtemp(prefix="sealedeval-scale-"))
     root = make_project(tmp / "proj")
