@@ -96,6 +96,7 @@ def test_real_lm_eval_multiple_choice_imports_with_its_own_acc_and_acc_norm(
     assert resp["scores"]["acc_norm,none"]["value"] == 1.0
     lls = [float(ll) for ll, _greedy in resp["filtered_resps"]["none"]]
     assert lls == [-4.5, -5.0, hr.MC_UNLISTED]
+    assert a3["output_text"] == " elephant"  # the choice lm-eval's acc picks
     assert json.loads(a3["messages"]) == [
         {"role": "user", "content": "Question: Which is the largest animal?\nAnswer:"}
     ]
@@ -125,3 +126,28 @@ def test_real_lm_eval_multiple_choice_imports_with_its_own_acc_and_acc_norm(
             assert head["match"] is True
             assert head["harness"] == pytest.approx(theirs[name], abs=1e-9)
             assert f"| {m} | {name} | accuracy |" in report
+
+
+def _mc(lls: list[Any], contexts: list[str] | None = None) -> tuple[Any, Any]:
+    """A multiple-choice sample's ``resps`` and ``arguments`` as lm-eval writes them."""
+    ctx = contexts or ["Question: q\nAnswer:"] * len(lls)
+    resps = [[[ll, "False"]] for ll in lls]
+    arguments = {f"gen_args_{i}": {"arg_0": c, "arg_1": f" choice {i}"} for i, c in enumerate(ctx)}
+    return resps, arguments
+
+
+def test_a_multiple_choice_rows_output_is_the_choice_acc_picks() -> None:
+    from sealedeval.imports.lm_eval_log import _text
+
+    assert _text(*_mc(["-3.0", "-1.5", "-2.0"])) == " choice 1"
+    assert _text(*_mc(["-2.0", "-1.0", "-1.0"])) == " choice 1"  # the first on ties
+    assert _text(*_mc(["-inf", "-7.25"])) == " choice 1"
+    assert _text(*_mc([-0.5, -9])) == " choice 0"  # numbers, not strings, read too
+    # not a choice among several: the responses as JSON, as before
+    resps, args = _mc(["-1.0"])  # a loglikelihood task: its continuation is the target
+    assert _text(resps, args) == '[[["-1.0","False"]]]'
+    resps, args = _mc(["-1.0", "-2.0"], ["Question: q\nAnswer:", ""])  # acc_mutual_info
+    assert _text(resps, args).startswith("[[[")
+    resps, args = _mc(["nan", "-2.0"])
+    assert _text(resps, args).startswith("[[[")
+    assert _text([["Paris"]], {"gen_args_0": {"arg_0": "Q", "arg_1": {}}}) == "Paris"
