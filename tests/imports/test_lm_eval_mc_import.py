@@ -63,6 +63,8 @@ def test_real_lm_eval_multiple_choice_imports_with_its_own_acc_and_acc_norm(
     scored = [r for r in fake.requests if r.path == "/v1/completions"]
     assert len(scored) == 2 * sum(len(d["choices"]) for d in docs())
     assert all(r.body and r.body["echo"] is True and r.body["logprobs"] for r in scored)
+    assert all(r.headers["authorization"] == f"Bearer {hr.DUMMY_KEY}" for r in scored)
+    assert all(hr.DUMMY_KEY not in f.read_text() for f in out.rglob("*") if f.is_file())
 
     # lm-eval's numbers are the table's (so the fake scored what lm-eval asked), and differ
     # between acc and acc_norm: the import must carry both, not one for the other
