@@ -2,7 +2,15 @@
 
 Stdlib only: a ``ThreadingHTTPServer`` serving HTTP/1.1 (keep-alive, exact Content-Length)
 on ``127.0.0.1`` from a daemon thread. Used by the test suite to exercise the asyncio HTTP
-dispatcher (retries, Retry-After backoff, error classification).
+dispatcher (retries, Retry-After backoff, error classification), and by the import tests to
+run real harnesses against it: chat completions (``/v1/chat/completions``), the legacy text
+completions with ``echo``/``logprobs`` that log-likelihood scoring uses (``/v1/completions``),
+and vLLM's tokenizer endpoints (``/tokenizer_info``, ``/tokenize``, ``/detokenize``) so that a
+client needing token counts (lm-eval's ``tokenizer_backend=remote``) needs no tokenizer files.
+
+The tokenizer is a word tokenizer: a token is a run of whitespace and the word after it
+(``"Answer: blue whale"`` → ``"Answer:"``, ``" blue"``, ``" whale"``), its id a CRC-32 of its
+text, so ids are the same in every server and run, and decoding is lossless.
 
 Usage::
 
@@ -23,7 +31,9 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import random
+import re
 import signal
 import socket
 import struct
@@ -57,6 +67,21 @@ _VALID_KINDS = frozenset((*ALL_FAULTS, OK))
 CREATED = 1_700_000_000
 
 Responder = Callable[[dict[str, Any]], str | dict[str, Any]]
+#: ``(model, tokens of one prompt) -> the log-probability of each token``: how a legacy
+#: completions request with ``echo`` and ``logprobs`` scores its prompt.
+Logprober = Callable[[str, Sequence[str]], Sequence[float]]
+
+#: The tokenizer's end-of-sequence token (vLLM's ``/tokenizer_info`` names one).
+EOS_TOKEN = "</s>"
+#: A token: a run of whitespace and the non-whitespace run after it, or trailing whitespace.
+_TOKEN = re.compile(r"\s*\S+|\s+")
+#: Context length the tokenizer reports (``max_model_len``).
+MAX_MODEL_LEN = 4096
+#: OpenAI's legacy completions return at most 5 top log-probs per position.
+MAX_LOGPROBS = 5
+#: At each position the probability the token does not get is shared evenly by this many
+#: alternative tokens (``<token>~1`` ...), which is what ``top_logprobs`` lists beside it.
+ALTERNATIVES = 4
 
 _HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n"
@@ -149,6 +174,32 @@ def _logprobs(reply: str, top_n: int) -> dict[str, Any]:
             }
         )
     return {"content": content, "refusal": None}
+
+
+def split_tokens(text: str) -> list[str]:
+    """The fake tokenizer's tokens of ``text``; ``"".join`` of them is ``text``."""
+    return _TOKEN.findall(text)
+
+
+def token_id(token: str) -> int:
+    """A token's id: the CRC-32 of its UTF-8 text (stable across servers and runs)."""
+    return zlib.crc32(token.encode())
+
+
+def default_logprober(model: str, tokens: Sequence[str]) -> list[float]:
+    """Deterministic log-probs in [-2.0, -0.001], by a CRC-32 of each token."""
+    return [-(1 + zlib.crc32(t.encode()) % 2000) / 1000.0 for t in tokens]
+
+
+def _position(token: str, logprob: float, top_n: int) -> dict[str, float]:
+    """The ``top_n`` most likely tokens at a position: ``token`` with ``logprob`` and the
+    ALTERNATIVES sharing the rest of the probability (ties: the token first)."""
+    rest = max(1.0 - math.exp(logprob), 1e-12) / ALTERNATIVES
+    cands = [(logprob, 0, token)] + [
+        (math.log(rest), k, f"{token}~{k}") for k in range(1, ALTERNATIVES + 1)
+    ]
+    cands.sort(key=lambda c: (-c[0], c[1]))
+    return {tok: lp for lp, _, tok in cands[:top_n]}
 
 
 def _error_body(message: str, type_: str, code: str | int | None) -> dict[str, Any]:
@@ -300,6 +351,19 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/health":
             fake._record(path, self._headers(), None, OK)
             self._send_json(200, {"status": "ok"})
+        elif path == "/tokenizer_info":
+            fake._record(path, self._headers(), None, OK)
+            self._send_json(
+                200,
+                {
+                    "tokenizer_class": "FakeWordTokenizer",
+                    "eos_token": EOS_TOKEN,
+                    "bos_token": None,
+                    "pad_token": None,
+                    "model_max_length": MAX_MODEL_LEN,
+                    "chat_template": None,
+                },
+            )
         else:
             fake._record(path, self._headers(), None, "error")
             self._send_json(404, _error_body(f"Unknown path {path}", "not_found", 404))
@@ -315,7 +379,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = parsed if isinstance(parsed, dict) else None
         except ValueError:
             body = None
-        if path not in ("/v1/chat/completions", "/chat/completions"):
+        if path in ("/tokenize", "/detokenize") and body is not None:
+            self._tokenizer(path, headers, body)
+            return
+        legacy = path in ("/v1/completions", "/completions")
+        if path not in ("/v1/chat/completions", "/chat/completions") and not legacy:
             fake._record(path, headers, body, "error")
             self._send_json(404, _error_body(f"Unknown path {path}", "not_found", 404))
             return
@@ -337,9 +405,39 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = fake._choose_fault(body)
         fake._record(path, headers, body, fault)
-        self._serve_completion(body, fault)
+        self._serve_completion(body, fault, fake._text_completion if legacy else fake._completion)
 
-    def _serve_completion(self, body: dict[str, Any], fault: str) -> None:
+    def _tokenizer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
+        """vLLM's ``POST /tokenize`` (``{"prompt"}`` → ``{"count", "max_model_len",
+        "tokens"}``) and ``POST /detokenize`` (``{"tokens"}`` → ``{"prompt"}``)."""
+        fake = self.server.fake
+        try:
+            if path == "/tokenize":
+                prompt = body.get("prompt")
+                if not isinstance(prompt, str):
+                    raise ValueError("'prompt' must be a string")
+                ids = fake.encode(prompt)
+                out: dict[str, Any] = {
+                    "count": len(ids),
+                    "max_model_len": MAX_MODEL_LEN,
+                    "tokens": ids,
+                    "token_strs": None,
+                }
+            else:
+                out = {"prompt": fake.decode(body.get("tokens"))}
+        except ValueError as exc:
+            fake._record(path, headers, body, "error")
+            self._send_json(400, _error_body(str(exc), "invalid_request_error", None))
+            return
+        fake._record(path, headers, body, OK)
+        self._send_json(200, out)
+
+    def _serve_completion(
+        self,
+        body: dict[str, Any],
+        fault: str,
+        make: Callable[..., dict[str, Any]],
+    ) -> None:
         fake = self.server.fake
         if fault == "rate_limit":
             extra = {} if fake.retry_after is None else {"Retry-After": fake.retry_after}
@@ -359,7 +457,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "html":
             self._send(200, _HTML_PAGE, "text/html; charset=utf-8")
         elif fault == "empty":
-            obj = fake._completion(body)
+            obj = make(body)
             obj["choices"] = []
             self._send_json(200, obj)
         else:  # ok, timeout, truncated
@@ -370,7 +468,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reset()
                 return
             try:
-                obj = fake._completion(body, truncated=fault == "truncated")
+                obj = make(body, truncated=fault == "truncated")
+            except ValueError as exc:
+                self._send_json(400, _error_body(str(exc), "invalid_request_error", None))
+                return
             except Exception as exc:
                 self._send_json(
                     500, _error_body(f"responder failed: {exc!r}", "server_error", None)
@@ -380,7 +481,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeOpenAI:
-    """Loopback fake of an OpenAI-compatible chat-completions server.
+    """Loopback fake of an OpenAI-compatible chat-completions server (with the legacy text
+    completions and vLLM's tokenizer endpoints).
 
     ``faults`` maps a marker substring to fault kinds consumed, in order, by successive
     requests whose last user message contains the marker (first matching marker with
@@ -389,6 +491,13 @@ class FakeOpenAI:
     ``random.Random(seed)`` (reproducible for sequential requests). With ``api_key``, a
     chat request without ``Authorization: Bearer <api_key>`` is answered 401 (recorded with
     fault ``"auth"``), its message echoing the key it was sent.
+
+    Legacy completions (``/v1/completions``) answer each prompt (a string, or token ids from
+    ``/tokenize``) with the first ``max_tokens`` tokens of ``responder``'s reply (it sees the
+    body with that one prompt as ``prompt``); with ``echo`` the prompt comes first. With
+    ``logprobs: N`` every token gets the log-prob ``logprober(model, prompt tokens)`` gives it
+    (generated tokens: ``default_logprober``'s), the first echoed token ``null`` as OpenAI
+    has it, and the N most likely tokens at each position (see ``ALTERNATIVES``).
     """
 
     def __init__(
@@ -404,6 +513,7 @@ class FakeOpenAI:
         hang_s: float = 5.0,
         model: str = "fake-model",
         api_key: str | None = None,
+        logprober: Logprober | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
@@ -420,6 +530,8 @@ class FakeOpenAI:
                 raise ValueError(f"unknown fault kind {kind!r}; expected one of {ALL_FAULTS}")
 
         self.responder: Responder = responder or default_responder
+        self.logprober: Logprober = logprober or default_logprober
+        self._vocab: dict[int, str] = {token_id(EOS_TOKEN): EOS_TOKEN}
         self.fault_rate = fault_rate
         self.fault_kinds: list[str] = kinds
         self.seed = seed
@@ -532,8 +644,51 @@ class FakeOpenAI:
             return not self._stopping.wait(seconds)
         return not self._stopping.is_set()
 
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, remembered so that ``decode`` maps them back."""
+        tokens = split_tokens(text)
+        ids = [token_id(t) for t in tokens]
+        with self._lock:
+            for i, t in zip(ids, tokens, strict=True):
+                known = self._vocab.setdefault(i, t)
+                if known != t:
+                    raise ValueError(f"token id collision: {known!r} and {t!r}")
+        return ids
+
+    def decode(self, ids: Any) -> str:
+        """The text of token ids this server gave out; anything else is a ValueError."""
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        ):
+            raise ValueError("'tokens' must be a list of token ids")
+        with self._lock:
+            unknown = [i for i in ids if i not in self._vocab]
+            if unknown:
+                raise ValueError(f"unknown token id {unknown[0]}")
+            return "".join(self._vocab[i] for i in ids)
+
+    def _prompts(self, body: Mapping[str, Any]) -> list[str]:
+        """The prompts of a legacy completions body: a string, a list of strings, token ids
+        or a list of token-id lists (OpenAI's four forms)."""
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            return [prompt]
+        if isinstance(prompt, list) and prompt:
+            if all(isinstance(p, str) for p in prompt):
+                return [str(p) for p in prompt]
+            if all(isinstance(p, int) and not isinstance(p, bool) for p in prompt):
+                return [self.decode(prompt)]
+            if all(isinstance(p, list) for p in prompt):
+                return [self.decode(p) for p in prompt]
+        raise ValueError("'prompt' must be a string, strings, token ids or lists of token ids")
+
     def _choose_fault(self, body: Mapping[str, Any]) -> str:
         text = last_user_content(body)
+        if not text and "prompt" in body:
+            try:
+                text = "".join(self._prompts(body))
+            except ValueError:
+                text = ""
         with self._lock:
             for marker, queue in self._queues.items():
                 if marker in text and queue:
@@ -582,6 +737,76 @@ class FakeOpenAI:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def _text_completion(self, body: dict[str, Any], *, truncated: bool = False) -> dict[str, Any]:
+        """A legacy ``text_completion`` object, one choice per prompt."""
+        max_tokens = body.get("max_tokens", 16)
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
+            raise ValueError("'max_tokens' must be a non-negative integer")
+        top_n = body.get("logprobs")
+        if top_n is not None and (not isinstance(top_n, int) or isinstance(top_n, bool)):
+            raise ValueError("'logprobs' must be an integer")
+        stop = body.get("stop")
+        stops = [stop] if isinstance(stop, str) else [s for s in stop or [] if isinstance(s, str)]
+        echo = body.get("echo") is True
+        model = body.get("model")
+        model = model if isinstance(model, str) and model else self.model
+        choices: list[dict[str, Any]] = []
+        n_prompt = n_completion = 0
+        for index, prompt in enumerate(self._prompts(body)):
+            result = self.responder({**body, "prompt": prompt})
+            reply = result if isinstance(result, str) else _content_text(result.get("content"))
+            for s in stops:
+                reply = reply.split(s, 1)[0]
+            words = split_tokens(reply)
+            generated = words[: max_tokens // 2 if truncated else max_tokens]
+            finish = "length" if truncated or len(words) > len(generated) else "stop"
+            if max_tokens == 0:
+                finish = "length"
+            prompt_tokens = split_tokens(prompt)
+            n_prompt += len(prompt_tokens)
+            n_completion += len(generated)
+            shown = [*prompt_tokens, *generated] if echo else generated
+            text = "".join(shown)
+            logprobs: dict[str, Any] | None = None
+            if top_n is not None:
+                n = max(0, min(MAX_LOGPROBS, top_n))
+                scored = [
+                    *self.logprober(model, prompt_tokens),
+                    *default_logprober(model, generated),
+                ]
+                scored = scored[len(prompt_tokens) :] if not echo else scored
+                offsets = [sum(len(t) for t in shown[:i]) for i in range(len(shown))]
+                token_lps: list[float | None] = list(scored)
+                tops: list[dict[str, float] | None] = [
+                    _position(t, lp, n) for t, lp in zip(shown, scored, strict=True)
+                ]
+                if echo and prompt_tokens:
+                    token_lps[0] = None  # no log-prob for the first token of the prompt
+                    tops[0] = None
+                logprobs = {
+                    "tokens": shown,
+                    "token_logprobs": token_lps,
+                    "top_logprobs": tops,
+                    "text_offset": offsets,
+                }
+            choices.append(
+                {"text": text, "index": index, "logprobs": logprobs, "finish_reason": finish}
+            )
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        return {
+            "id": f"cmpl-{digest[:24]}",
+            "object": "text_completion",
+            "created": CREATED,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": n_completion,
+                "total_tokens": n_prompt + n_completion,
             },
         }
 

@@ -3,7 +3,9 @@
 Shared by the tests (which run the real tools when they are installed) and by
 ``scripts/imports/make_*_fixture.sh`` (which made the committed fixtures). The server is
 ``tests/fakes/openai_server.py`` (the real chat-completions protocol on 127.0.0.1) answering
-from a fixed table per model, so every run gives the same answers and the same scores.
+from a fixed table per model, so every run gives the same answers and the same scores; for
+lm-eval's multiple-choice task it also speaks the legacy completions protocol with ``echo`` and
+``logprobs`` and vLLM's tokenizer endpoints, scoring each choice from a fixed table per model.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.fakes.openai_server import FakeOpenAI, last_user_content
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "imports"
 LM_EVAL_TASK = FIXTURES / "lm_eval_task"
+LM_EVAL_MC_TASK = FIXTURES / "lm_eval_mc_task"
 PROMPTFOO_CONFIG = FIXTURES / "promptfoo_config"
 
 #: A key that is no secret: runs use it so that the tests can prove no key reaches a log,
@@ -49,6 +52,62 @@ LM_EVAL_ANSWERS: dict[str, dict[str, str]] = {
         "gold": "Au",
     },
 }
+
+
+#: The log-likelihood of each choice of the multiple-choice task (tinymc), per model, by a word
+#: of the question; a choice not listed scores MC_UNLISTED. The server spreads a choice's
+#: value evenly over its tokens, so lm-eval's sum over the continuation is the value. acc picks
+#: the highest value, acc_norm the highest value per character of the choice (lm-eval's
+#: ``lls / len(choice)``): tiny-a is right by acc on 0 4, by acc_norm on 0 1 3 4 (acc 2/6,
+#: acc_norm 4/6); tiny-b by acc on 1 2 3 5, by acc_norm also on 4 (4/6, 5/6). No ties.
+MC_LOGLIKELIHOODS: dict[str, dict[str, dict[str, float]]] = {
+    "tiny-a": {
+        "barks": {"dog": -1.0, "cat": -3.0},
+        "liquid": {"mercury": -4.0, "iron": -3.0},
+        "bees": {"honey": -2.0, "milk": -1.5},
+        "largest": {"blue whale": -5.0, "elephant": -4.5},
+        "spider": {"eight": -1.0, "six": -2.0},
+        "frozen": {"steam": -1.0, "ice": -2.0},
+    },
+    "tiny-b": {
+        "barks": {"cat": -1.0, "dog": -2.0},
+        "liquid": {"mercury": -1.0},
+        "bees": {"honey": -1.0},
+        "largest": {"blue whale": -2.0, "elephant": -3.0},
+        "spider": {"six": -1.0, "eight": -1.5},
+        "frozen": {"ice": -1.0},
+    },
+}
+MC_UNLISTED = -8.0
+#: The log-prob of every token of the question (lm-eval does not count them).
+MC_CONTEXT_LOGPROB = -1.0
+#: The last token of the task's prompt (``doc_to_text`` ends with it); the choice follows.
+MC_ANSWER_CUE = "Answer:"
+
+
+def mc_logprober(model: str, tokens: Sequence[str]) -> list[float]:
+    """Token log-probs of ``Question: ...\nAnswer: <choice>``: the choice's value from
+    MC_LOGLIKELIHOODS spread evenly over its tokens, MC_CONTEXT_LOGPROB before it."""
+    cue = max((i for i, t in enumerate(tokens) if t.endswith(MC_ANSWER_CUE)), default=None)
+    if cue is None or cue == len(tokens) - 1:
+        return [MC_CONTEXT_LOGPROB] * len(tokens)
+    question, choice = "".join(tokens[: cue + 1]), "".join(tokens[cue + 1 :]).strip()
+    table = next((v for k, v in MC_LOGLIKELIHOODS.get(model, {}).items() if k in question), {})
+    n = len(tokens) - cue - 1
+    return [MC_CONTEXT_LOGPROB] * (cue + 1) + [table.get(choice, MC_UNLISTED) / n] * n
+
+
+def mc_expected(model: str, docs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """acc and acc_norm of ``model`` on ``docs`` straight from MC_LOGLIKELIHOODS (independent of
+    lm-eval and of the importer)."""
+    acc = norm = 0
+    for d in docs:
+        table = next(v for k, v in MC_LOGLIKELIHOODS[model].items() if k in d["question"])
+        lls = [table.get(c, MC_UNLISTED) for c in d["choices"]]
+        per_char = [ll / len(c) for ll, c in zip(lls, d["choices"], strict=True)]
+        acc += lls.index(max(lls)) == d["answer"]
+        norm += per_char.index(max(per_char)) == d["answer"]
+    return {"acc,none": acc / len(docs), "acc_norm,none": norm / len(docs)}
 
 
 #: Replies for the promptfoo config (tests/fixtures/imports/promptfoo_config/): tiny-a passes
@@ -83,6 +142,14 @@ def answering_server(
         yield fake
 
 
+@contextmanager
+def scoring_server() -> Iterator[FakeOpenAI]:
+    """A loopback server scoring the multiple-choice task's choices from MC_LOGLIKELIHOODS
+    (legacy completions with echo + logprobs, and the tokenizer endpoints)."""
+    with FakeOpenAI(responder=_responder({}), logprober=mc_logprober, retry_after="0") as fake:
+        yield fake
+
+
 def offline_env(home: Path) -> dict[str, str]:
     """The environment a harness runs in: caches under ``home``, no hub access, the dummy key,
     loopback never proxied, no telemetry."""
@@ -110,23 +177,49 @@ def run_lm_eval(
     """``lm_eval --model local-chat-completions ... --log_samples --output_path out`` on the
     tinyqa task (run in a copy of its folder: the YAML names its data relatively); returns
     the directory holding ``results_*.json`` and ``samples_tinyqa_*.jsonl``."""
-    tasks = work / "tasks"
-    if not tasks.exists():
-        shutil.copytree(LM_EVAL_TASK, tasks)
-    cmd = [
-        sys.executable,
-        "-m",
-        "lm_eval",
+    args = [
         "--model",
         "local-chat-completions",
         "--model_args",
         f"model={model},base_url={base_url}/chat/completions,num_concurrent=1,max_retries=1,"
         "tokenized_requests=False",
         "--apply_chat_template",
-        "--include_path",
-        ".",
         "--tasks",
         "tinyqa",
+    ]
+    return _lm_eval(out, model, work, LM_EVAL_TASK, args, limit)
+
+
+def run_lm_eval_mc(out: Path, base_url: str, model: str, work: Path) -> Path:
+    """``lm_eval --model local-completions ... --tasks tinymc --log_samples`` against
+    ``scoring_server``'s ``base_url``: every choice scored by one legacy completions request
+    (``echo``, ``logprobs``); token counts from the server's tokenizer endpoints
+    (``tokenizer_backend=remote``, vLLM's protocol), so no tokenizer files or hub are needed."""
+    args = [
+        "--model",
+        "local-completions",
+        "--model_args",
+        f"model={model},base_url={base_url}/completions,num_concurrent=1,max_retries=1,"
+        "tokenizer_backend=remote",
+        "--tasks",
+        "tinymc",
+    ]
+    return _lm_eval(out, model, work, LM_EVAL_MC_TASK, args, None)
+
+
+def _lm_eval(
+    out: Path, model: str, work: Path, task_dir: Path, args: Sequence[str], limit: int | None
+) -> Path:
+    tasks = work / task_dir.name
+    if not tasks.exists():
+        shutil.copytree(task_dir, tasks)
+    cmd = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        *args,
+        "--include_path",
+        ".",
         "--log_samples",
         "--output_path",
         str(out),

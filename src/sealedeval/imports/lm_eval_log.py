@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -220,16 +221,62 @@ def _messages(arguments: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _text(resps: Any) -> str:
-    """The first answer of the first request (a ``generate_until`` reply), else the JSON of
-    the responses (log-likelihood pairs)."""
+def _text(resps: Any, arguments: Any = None) -> str:
+    """The first answer of the first request (a ``generate_until`` reply); for a
+    ``multiple_choice`` document the choice lm-eval's ``acc`` picks (``_chosen``); else the
+    JSON of the responses."""
     if isinstance(resps, list) and resps:
         first = resps[0]
         if isinstance(first, list) and first and isinstance(first[0], str):
             return first[0]
         if isinstance(first, str):
             return first
+    chosen = _chosen(resps, arguments)
+    if chosen is not None:
+        return chosen
     return compact(resps) if resps is not None else ""
+
+
+def _loglikelihood(value: Any) -> float | None:
+    """A log-likelihood as lm-eval writes it (a number, or its string); -inf is one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        f = float(value)
+    except ValueError:
+        return None
+    return None if math.isnan(f) else f
+
+
+def _chosen(resps: Any, arguments: Any) -> str | None:
+    """The continuation with the highest log-likelihood, as given to the model (the target
+    delimiter included), the first on ties as lm-eval's ``numpy.argmax`` has it: the answer of
+    a ``multiple_choice`` document, whose requests are (context, continuation) pairs
+    ``gen_args_<i>`` of one context, at least two, each answered with one (log-likelihood,
+    is_greedy) pair. None for any other shape: a ``loglikelihood`` task's one continuation is
+    the target, not a choice, and ``acc_mutual_info`` adds requests of another context."""
+    if not isinstance(resps, list) or len(resps) < 2 or not isinstance(arguments, Mapping):
+        return None
+    if len(arguments) != len(resps):
+        return None
+    contexts = {
+        compact(a.get("arg_0")) if isinstance(a, Mapping) else None for a in arguments.values()
+    }
+    if len(contexts) != 1:
+        return None
+    lls: list[float] = []
+    continuations: list[str] = []
+    for i, resp in enumerate(resps):
+        request = arguments.get(f"gen_args_{i}")
+        pair = resp[0] if isinstance(resp, list) and len(resp) == 1 else None
+        if not isinstance(request, Mapping) or not isinstance(pair, list) or len(pair) != 2:
+            return None
+        ll, continuation = _loglikelihood(pair[0]), request.get("arg_1")
+        if ll is None or not isinstance(continuation, str):
+            return None
+        lls.append(ll)
+        continuations.append(continuation)
+    return continuations[lls.index(max(lls))]
 
 
 def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
@@ -435,7 +482,7 @@ def _row(
                 "filtered_resps": filtered,
             }
         ),
-        output_text=_text(first.get("resps")),
+        output_text=_text(first.get("resps"), first.get("arguments")),
         status="ok" if numeric else "error",
         error_kind="" if numeric else "unscored",
         error_message="" if numeric else "a metric listed without its value in the sample lines",
