@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,13 +43,17 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     ).stdout.strip()
 
 
-def sealedeval(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def sealedeval(
+    cwd: Path, *args: str, check: bool = True, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``sealedeval ARGS`` in ``cwd`` (``env``: variables added to this process's)."""
     proc = subprocess.run(
         [sys.executable, "-m", "sealedeval.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
+        env=os.environ | dict(env or {}),
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"sealedeval {' '.join(args)} → {proc.returncode}\n{proc.stderr}")
@@ -74,3 +79,18 @@ def make_project(dest: Path, *, seal: bool = True, commit_lock: bool = True) -> 
             git(dest, "add", "rubric.lock")
             git(dest, "commit", "-qm", "seal")
     return dest
+
+
+def snakemake(
+    root: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``snakemake --cores 2 ARGS`` in ``root``, as a user runs it (``env``: the whole
+    environment, where a test sets one)."""
+    return subprocess.run(
+        ["snakemake", "--cores", "2", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=None if env is None else dict(env),
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.projects import sealedeval
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -39,17 +40,7 @@ def git(cwd: Path, *args: str) -> str:
 def cli(
     cwd: Path, *args: str, check: bool = True, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "sealedeval.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=os.environ | dict(env or {}),
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"sealedeval {' '.join(args)} → {proc.returncode}\n{proc.stderr}")
-    return proc
+    return sealedeval(cwd, *args, check=check, env=env)
 
 
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import REPO, git
+from tests.projects import snakemake
 
 pytestmark = [
     pytest.mark.slow,
@@ -196,14 +197,7 @@ def test_adding_a_suite_changes_no_other_rubric_hash(plugin_path: Path, tmp_path
 
 
 def _snakemake(root: Path, plugin: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["snakemake", "--cores", "2", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=_env(plugin),
-    )
+    return snakemake(root, *args, env=_env(plugin))
 
 
 def test_a_plugin_engine_kind_with_an_option_of_its_own_runs_through_snakemake(

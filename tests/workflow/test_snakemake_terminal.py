@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.conftest import git
+from tests.projects import snakemake
 
 pytestmark = [
     pytest.mark.slow,
@@ -25,16 +26,6 @@ pytestmark = [
 
 ITEMS = "data/example/items.jsonl"
 OURS = "sealedeval: error:"
-
-
-def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["snakemake", "--cores", "2", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def terminal(proc: subprocess.CompletedProcess[str]) -> str:
