@@ -186,7 +186,7 @@ def check_suite(name: str, obj: object) -> None:
     for attr in sorted(dir(type(obj))):
         if attr.startswith("_") or attr in known or not callable(getattr(obj, attr, None)):
             continue
-        close = difflib.get_close_matches(attr, sorted(known), n=1, cutoff=0.85)
+        close = difflib.get_close_matches(attr, sorted(known), n=1, cutoff=0.9)
         if close:
             raise UserError(
                 f"{where}: `{attr}` is no hook and would never be called; did you mean "
