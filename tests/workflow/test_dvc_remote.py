@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.conftest import git
+from tests.workflow.test_dvc import ENV, run
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,13 +31,7 @@ pytestmark = [
         reason="wsgidav/dvc-webdav missing (pip install -e '.[workflow,test]')",
     ),
 ]
-ENV = os.environ | {"DVC_NO_ANALYTICS": "1"}
-
-
-def sh(cwd: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=900, env=ENV)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-    return proc
+sh = run  # a command that must succeed, with DVC's analytics off (tests/workflow/test_dvc.py)
 
 
 def _free_port() -> int:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from tests.conftest import git
-from tests.projects import snakemake
+from tests.projects import sealedeval, snakemake
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,13 +32,7 @@ def terminal(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sealedeval.cli", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return sealedeval(root, *args, check=False)
 
 
 @pytest.fixture(scope="module")
