@@ -6,8 +6,8 @@ it returns (``config_types``) sit below them, so neither imports the loader back
 Config files are YAML, merged left to right (later files win key by key), then validated against
 ``sealedeval/workflow/config.schema.yaml`` (shipped in the package) — the same schema Snakemake
 validates at parse time, so the CLI and the workflow can never disagree about what a valid config
-is — and each suite's section against the suite's own schema. Errors are one line naming the
-file and the key path.
+is — then each engine against its kind's options schema (``engines.schemas``) and each suite's
+section against the suite's own schema. Errors are one line naming the file and the key path.
 """
 
 from __future__ import annotations
