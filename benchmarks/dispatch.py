@@ -46,6 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from _server import Server  # noqa: E402
 
+from sealedeval.plugins import GenerateContext, RequestContext  # noqa: E402
+
 # -- workloads ----------------------------------------------------------------------------
 
 
@@ -71,10 +73,16 @@ def prepare(n: int, base_url: str, concurrency: int) -> tuple[Any, Any, Any, lis
 
     suite = get_suite("golden")
     cfg = config(1)
-    items = suite.generate(cfg, 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
 
     def count(c: Any) -> int:
-        return len(suite.requests(c, items, c.engine("bench"), "bench-model", 1))
+        return len(
+            suite.requests(
+                RequestContext(
+                    cfg=c, items=items, engine=c.engine("bench"), model="bench-model", seed=1
+                )
+            )
+        )
 
     one, two = count(cfg), count(config(2))  # requests grow linearly in repeats
     reps = max(1, -(-(n - (one - (two - one))) // (two - one)))
@@ -85,7 +93,9 @@ def prepare(n: int, base_url: str, concurrency: int) -> tuple[Any, Any, Any, lis
 def render(n: int, base_url: str, concurrency: int) -> tuple[Any, list[Any]]:
     """The golden suite's real requests (prompt rendering, keys), repeated up to ``n``."""
     cfg, suite, ecfg, items, n = prepare(n, base_url, concurrency)
-    return ecfg, suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
+    return ecfg, suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=ecfg, model=ecfg.model, seed=1)
+    )[:n]
 
 
 def sealed_path(
@@ -108,7 +118,9 @@ def sealed_path(
     cfg, suite, ecfg, items, n = prepare(n, base_url, conc)
     with quiet_gc():  # as run_suite plans and dispatches
         t0 = time.perf_counter()
-        reqs = suite.requests(cfg, items, ecfg, ecfg.model, 1)[:n]
+        reqs = suite.requests(
+            RequestContext(cfg=cfg, items=items, engine=ecfg, model=ecfg.model, seed=1)
+        )[:n]
         engine = OpenAIChatEngine(ecfg)
         writer = RawWriter(out, flush_rows=flush_rows, max_rows=max_rows)
         seal = SealState("golden", "0" * 64, "", False)

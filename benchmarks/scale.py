@@ -160,6 +160,7 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
     from sealedeval import __version__
     from sealedeval.canonical import compact
     from sealedeval.config import load_config
+    from sealedeval.plugins import RequestContext
     from sealedeval.stages.run import plan
     from sealedeval.store.raw import raw_dir
     from sealedeval.store.schema import RAW_SCHEMA
@@ -181,7 +182,17 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
     def count(repeats: int) -> int:
         cfg = config(repeats)
         p = plan(cfg, "golden")
-        return len(p.suite.requests(cfg, p.items, cfg.engine("bulk"), "bulk-model", p.seed))
+        return len(
+            p.suite.requests(
+                RequestContext(
+                    cfg=cfg,
+                    items=p.items,
+                    engine=cfg.engine("bulk"),
+                    model="bulk-model",
+                    seed=p.seed,
+                )
+            )
+        )
 
     one, two = count(1), count(2)  # requests grow linearly in repeats
     genuine = min(n, render)
@@ -189,7 +200,9 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
     cfg = config(reps)
     p = plan(cfg, "golden")
     ecfg = cfg.engine("bulk")
-    base = p.suite.requests(cfg, p.items, ecfg, ecfg.model, p.seed)[:genuine]
+    base = p.suite.requests(
+        RequestContext(cfg=cfg, items=p.items, engine=ecfg, model=ecfg.model, seed=p.seed)
+    )[:genuine]
     ident = compact(ecfg.public())
     out = raw_dir(root, "golden", "bulk")
     out.mkdir(parents=True, exist_ok=True)

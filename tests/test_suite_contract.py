@@ -55,11 +55,51 @@ def test_a_misspelt_hook_is_refused_with_its_name() -> None:
 
 def test_a_hook_with_the_wrong_arguments_is_refused_with_its_name() -> None:
     class Mistyped(Good):
-        def scorecards(self, graded: Any) -> dict[str, str]:  # type: ignore[override]
-            return {}
+        def figures(self, section: Any, extra: Any) -> list[Any]:  # type: ignore[override]
+            return []
 
-    with pytest.raises(UserError, match=r"`scorecards\(graded\)` cannot be called as "):
+    with pytest.raises(UserError, match=r"`figures\(section, extra\)` cannot be called as "):
         _registry().register("t")(Mistyped())
+
+
+def test_a_suite_written_to_the_positional_contract_is_told_the_context_record() -> None:
+    """A method taking 0.1's argument list is not only refused: the line names the record that
+    carries those arguments now, so the fix is one signature away."""
+
+    class Positional(Good):
+        def requests(self, cfg: Any, items: Any, engine: Any, model: str, seed: int) -> list[Any]:  # type: ignore[override]
+            return []
+
+    with pytest.raises(
+        UserError,
+        match=(
+            r"`requests\(cfg, items, engine, model, seed\)` cannot be called as "
+            r"`requests\(ctx: RequestContext\)` \(the context record `RequestContext` carries "
+            r"cfg, items, engine, model, seed\)"
+        ),
+    ):
+        _registry().register("p")(Positional())
+
+
+def test_the_context_records_are_frozen_and_carry_what_each_hook_reads() -> None:
+    """Each record is immutable (a hook cannot change what the next one sees) and keyword-only
+    (a field added later cannot shift another), and the follow-up record extends the request
+    record, so a suite that plans both phases reads them the same way."""
+    import dataclasses
+
+    for name, ctx in plugins.CONTEXTS.items():
+        assert dataclasses.is_dataclass(ctx), name
+        params = ctx.__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen, name
+        assert all(f.kw_only for f in dataclasses.fields(ctx)), name
+        assert name in REQUIRED or name in HOOKS, name
+    assert issubclass(plugins.FollowupContext, plugins.RequestContext)
+    assert issubclass(plugins.AnalyzeContext, plugins.GradeContext)
+    ctx = plugins.GradeContext(cfg=None, items=[], rows=[])  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.rows = [{}]  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        plugins.GradeContext(None, [], [])  # type: ignore[misc]
 
 
 def test_a_missing_protocol_method_is_refused() -> None:
@@ -69,7 +109,7 @@ def test_a_missing_protocol_method_is_refused() -> None:
         def rubric_inputs(self) -> list[str]:
             return []
 
-    with pytest.raises(UserError, match=r"suite 'x' .*: lacks `generate\(cfg, seed\)`"):
+    with pytest.raises(UserError, match=r"suite 'x' .*: lacks `generate\(ctx\)`"):
         _registry().register("x")(NoGrade())
     with pytest.raises(UserError, match="lacks"):  # configured suites are checked too
         _registry().replace("x", NoGrade(), plugins.suites.info("golden"))

@@ -525,7 +525,7 @@ def _regrade_from(args: argparse.Namespace) -> int:
 
 def cmd_regrade(args: argparse.Namespace) -> int:
     from sealedeval.canonical import dumps
-    from sealedeval.plugins import get_suite, hook
+    from sealedeval.plugins import RegradeContext, get_suite, hook
 
     if args.from_raw:
         return _regrade_from(args)
@@ -540,12 +540,15 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     regrade = hook(suite, "regrade")
     if regrade is None:
         raise UserError(f"suite {args.suite!r} cannot regrade external responses")
-    extra: dict[str, object] = {}  # only what was asked for: other suites' hooks may not take it
-    if args.key:
-        extra["key"] = Path(args.key)
-    if args.partial:
-        extra["partial"] = True
-    res = regrade(Path(args.root).resolve(), args.profile, args.format, Path(args.file), **extra)
+    ctx = RegradeContext(
+        root=Path(args.root).resolve(),
+        profile=args.profile,
+        fmt=args.format,
+        path=Path(args.file),
+        key=Path(args.key) if args.key else None,
+        partial=bool(args.partial),
+    )
+    res = regrade(ctx)
     if args.json:
         print(dumps(res), end="")
         return 0

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from sealedeval.errors import UserError
 from sealedeval.registry import Registry
@@ -31,14 +32,111 @@ if TYPE_CHECKING:
     from sealedeval.config_types import Config, EngineConfig
     from sealedeval.engines.base import Request
     from sealedeval.render.figures import FigureSpec
+    from sealedeval.stats.comparisons import Comparison
+    from sealedeval.stats.metrics import Metric
 
 Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateContext:
+    """What ``generate`` reads: the merged config and the suite's seed (derived from the rubric
+    hash, so new rules draw new items)."""
+
+    cfg: Config
+    seed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestContext:
+    """What ``requests`` reads: the items (as generated), the engine it plans calls for, the
+    model it was configured with and the suite's seed."""
+
+    cfg: Config
+    items: Sequence[Row]
+    engine: EngineConfig
+    model: str
+    seed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FollowupContext(RequestContext):
+    """What ``followup_requests`` reads: a request context plus the raw rows stored so far (a
+    second phase is planned from the answers present)."""
+
+    rows: Sequence[Row]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradeContext:
+    """What ``grade`` and ``iter_grade`` read: the items and the latest raw row per key."""
+
+    cfg: Config
+    items: Sequence[Row]
+    rows: Sequence[Row]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalyzeContext(GradeContext):
+    """What ``analyze`` reads: a grade context plus the graded rows."""
+
+    graded: Sequence[Row]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScorecardContext:
+    """What ``scorecards`` reads: the graded rows and the suite's result.json section."""
+
+    graded: Sequence[Row]
+    section: Section
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegradeContext:
+    """What ``regrade`` reads: the project, the grading profile, the format of the externally
+    produced file and its path."""
+
+    root: Path
+    profile: str
+    fmt: str
+    path: Path
+    key: Path | None = None
+    partial: bool = False
+
+
+class Analysis(TypedDict, total=False):
+    """The analysis document a suite's ``analyze`` returns (its result.json ``analysis``): the
+    keys the framework reads. ``metrics`` is required (``stages.analyze`` checks it); a suite
+    adds keys of its own, which publish passes to the suite's presentation hooks untouched."""
+
+    metrics: list[Metric]
+    comparisons: list[Comparison]
+    hypotheses: list[Mapping[str, Any]]
+    engines: Mapping[str, Any]
+    status_counts: Mapping[str, Any]
+
+
+class Section(TypedDict):
+    """A suite's part of result.json, as publish hands it to the presentation hooks."""
+
+    seal: Mapping[str, Any]
+    analysis: Analysis
+
+
+class Item(TypedDict):
+    """The keys of an item record every stage reads. A suite's items carry more keys (the
+    prompt material, the reference answer, the per-item seed); they are read as ``Row``."""
+
+    id: str
 
 
 @runtime_checkable
 class Suite(Protocol):
     """What every suite provides. Everything here is a pure function of the config, the sealed
-    inputs and the raw rows: that is what lets the audit re-derive every published byte."""
+    inputs and the raw rows: that is what lets the audit re-derive every published byte.
+
+    Each method takes one frozen context record (``GenerateContext``, ``RequestContext``, ...):
+    a suite reads the fields it needs, and a field added later breaks no suite."""
 
     name: str
 
@@ -46,18 +144,12 @@ class Suite(Protocol):
         """Glob patterns of everything sealed for this suite (``pkg:`` for package sources)."""
         ...
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
-        """Item records (JSON-serialisable). Deterministic given cfg and seed."""
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        """Item records (JSON-serialisable, each with an ``id``). Deterministic given the
+        context."""
         ...
 
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Row],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
         """Every planned request for one engine (ask ``engines.capabilities``, never kinds)."""
         ...
 
@@ -65,77 +157,112 @@ class Suite(Protocol):
         """The deterministic ceiling's answer (the ``reference`` engine kind)."""
         ...
 
-    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
         """Graded rows (one per request × grader) from the latest raw row per key. Each has at
-        least ``stages.grade.BASE_COLUMNS``; further scalar columns are kept, typed."""
+        least ``stages.grade.BASE_COLUMNS`` (``stages.grade.graded_row`` builds them); further
+        scalar columns are kept, typed."""
         ...
 
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Row],
-        graded: Sequence[Row],
-        rows: Sequence[Row],
-    ) -> dict[str, Any]:
-        """The suite's analysis: JSON-able, with ``metrics`` (``stats.metrics.Metric`` list)."""
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        """The suite's analysis (``Analysis``): JSON-able, with ``metrics``
+        (``stats.metrics.Metric`` list)."""
         ...
 
 
 class SuiteHooks(Protocol):
     """Optional hooks (documentation and type checking; ``hook()`` looks them up).
 
-    - ``followup_requests(cfg, items, engine, model, seed, rows)``: a second phase planned from
-      the answers present (a judge grading its own transcripts).
-    - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
-    - ``report_sections(section)``: Markdown for the suite's part of report.md, from its
-      result.json section ``{"seal": ..., "analysis": ...}``; default: the metric table.
-    - ``figures(section)``: ``[FigureSpec]``; default: one figure per metric.
-    - ``scorecards(graded, section)``: ``{file name: CSV text}`` under results/scorecards/;
-      default: ``<suite>.csv`` with one row per graded row.
-    - ``regrade(root, profile, fmt, path)``: grade externally produced responses.
-    - ``iter_grade(cfg, items, rows)``: ``grade``'s rows yielded one at a time; the grade stage
+    - ``followup_requests(ctx: FollowupContext)``: a second phase planned from the answers
+      present (a judge grading its own transcripts).
+    - ``iter_grade(ctx: GradeContext)``: ``grade``'s rows yielded one at a time; the grade stage
       streams them into columns when present (a million golden answers as four million dicts
       were most of the 1M-row build's 5.6 GB peak).
-    - ``summary(section)``: the headline metric and the pre-registered comparisons of the
-      report's summary page (``publish.summary.hints`` documents the shape); default: the
+    - ``run_after(engine)``: the engines whose runs this engine's run must follow (a judge
+      grades their answers).
+    - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
+    - ``report_sections(section: Section)``: Markdown for the suite's part of report.md;
+      default: the metric table.
+    - ``figures(section: Section)``: ``[FigureSpec]``; default: one figure per metric.
+    - ``scorecards(ctx: ScorecardContext)``: ``{file name: CSV text}`` under
+      results/scorecards/; default: ``<suite>.csv`` with one row per graded row.
+    - ``regrade(ctx: RegradeContext)``: grade externally produced responses.
+    - ``summary(section: Section)``: the headline metric and the pre-registered comparisons of
+      the report's summary page (``publish.summary.hints`` documents the shape); default: the
       first metric with an estimate and the analysis's ``hypotheses``/``comparisons``.
     - ``design_comparisons(section)``: the engine pairs the sealed design pre-registers
       (default: ``compare: [a, b]`` or ``comparisons: [[a, b], ...]``; ``seal/design.py``).
     """
 
-    def report_sections(self, section: Mapping[str, Any]) -> str: ...
+    def followup_requests(self, ctx: FollowupContext) -> list[Request]: ...
 
-    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]: ...
+    def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]: ...
 
-    def scorecards(self, graded: Sequence[Row], section: Mapping[str, Any]) -> dict[str, str]: ...
+    def run_after(self, engine: str) -> list[str]: ...
 
     def config_schema(self) -> Mapping[str, Any]: ...
 
+    def report_sections(self, section: Section) -> str: ...
+
+    def figures(self, section: Section) -> list[FigureSpec]: ...
+
+    def scorecards(self, ctx: ScorecardContext) -> dict[str, str]: ...
+
+    def regrade(self, ctx: RegradeContext) -> Any: ...
+
+    def summary(self, section: Section) -> Mapping[str, Any]: ...
+
+    def design_comparisons(self, section: Mapping[str, Any]) -> list[tuple[str, str]]: ...
+
+
+CONTEXTS: Mapping[str, type] = {
+    "generate": GenerateContext,
+    "requests": RequestContext,
+    "grade": GradeContext,
+    "analyze": AnalyzeContext,
+    "followup_requests": FollowupContext,
+    "iter_grade": GradeContext,
+    "scorecards": ScorecardContext,
+    "regrade": RegradeContext,
+}
+"""The context record each method or hook that reads more than one thing is called with."""
 
 REQUIRED: Mapping[str, tuple[str, ...]] = {
     "rubric_inputs": (),
-    "generate": ("cfg", "seed"),
-    "requests": ("cfg", "items", "engine", "model", "seed"),
+    "generate": ("ctx",),
+    "requests": ("ctx",),
     "reference_answer": ("request",),
-    "grade": ("cfg", "items", "rows"),
-    "analyze": ("cfg", "items", "graded", "rows"),
+    "grade": ("ctx",),
+    "analyze": ("ctx",),
 }
 """The ``Suite`` protocol's methods and the arguments every caller passes them."""
 
 HOOKS: Mapping[str, tuple[str, ...]] = {
-    "followup_requests": ("cfg", "items", "engine", "model", "seed", "rows"),
-    "iter_grade": ("cfg", "items", "rows"),
+    "followup_requests": ("ctx",),
+    "iter_grade": ("ctx",),
     "run_after": ("engine",),
     "config_schema": (),
     "report_sections": ("section",),
     "figures": ("section",),
-    "scorecards": ("graded", "section"),
+    "scorecards": ("ctx",),
     "summary": ("section",),
     "design_comparisons": ("section",),
-    "regrade": ("root", "profile", "fmt", "path"),
+    "regrade": ("ctx",),
 }
 """Every optional hook (``SuiteHooks`` documents each) and the arguments its caller passes:
 the one list ``hook()`` looks names up in, and ``check_suite`` holds a suite against."""
+
+_POSITIONAL: Mapping[str, tuple[str, ...]] = {
+    "generate": ("cfg", "seed"),
+    "requests": ("cfg", "items", "engine", "model", "seed"),
+    "grade": ("cfg", "items", "rows"),
+    "analyze": ("cfg", "items", "graded", "rows"),
+    "followup_requests": ("cfg", "items", "engine", "model", "seed", "rows"),
+    "iter_grade": ("cfg", "items", "rows"),
+    "scorecards": ("graded", "section"),
+    "regrade": ("root", "profile", "fmt", "path"),
+}
+"""The argument lists of sealedeval 0.1's contract, before the context records: a suite still
+written that way is told what its method takes now (not only that it cannot be called)."""
 
 
 def hook(suite: object, name: str) -> Any:
@@ -177,10 +304,16 @@ def check_suite(name: str, obj: object) -> None:
         if not callable(fn):
             raise UserError(f"{where}: `{method}` is not a method")
         if not _takes(fn, args):
+            ctx = CONTEXTS.get(method)
+            migrate = (
+                f" (the context record `{ctx.__name__}` carries {', '.join(_POSITIONAL[method])})"
+                if ctx is not None and _takes(fn, _POSITIONAL[method])
+                else ""
+            )
+            want = f"{method}(ctx: {ctx.__name__})" if ctx else f"{method}({', '.join(args)})"
             raise UserError(
                 f"{where}: `{method}({', '.join(inspect.signature(fn).parameters)})` cannot "
-                "be called as "
-                f"`{method}({', '.join(args)})`"
+                f"be called as `{want}`{migrate}"
             )
     known = set(REQUIRED) | set(HOOKS)
     for attr in sorted(dir(type(obj))):
@@ -205,37 +338,25 @@ class SuiteBase:
     def rubric_inputs(self) -> list[str]:
         raise NotImplementedError
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def requests(
-        self, cfg: Config, items: Sequence[Row], engine: EngineConfig, model: str, seed: int
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
         raise NotImplementedError
 
     def reference_answer(self, request: Request) -> str:
         raise NotImplementedError
 
-    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def analyze(
-        self, cfg: Config, items: Sequence[Row], graded: Sequence[Row], rows: Sequence[Row]
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
         raise NotImplementedError
 
-    def followup_requests(
-        self,
-        cfg: Config,
-        items: Sequence[Row],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-        rows: Sequence[Row],
-    ) -> list[Request]:
+    def followup_requests(self, ctx: FollowupContext) -> list[Request]:
         return []
 
-    def iter_grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> Any:
+    def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
         return iter(())
 
     def run_after(self, engine: str) -> list[str]:
@@ -244,22 +365,22 @@ class SuiteBase:
     def config_schema(self) -> Mapping[str, Any]:
         return {}
 
-    def report_sections(self, section: Mapping[str, Any]) -> str:
+    def report_sections(self, section: Section) -> str:
         return ""
 
-    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+    def figures(self, section: Section) -> list[FigureSpec]:
         return []
 
-    def scorecards(self, graded: Sequence[Row], section: Mapping[str, Any]) -> dict[str, str]:
+    def scorecards(self, ctx: ScorecardContext) -> dict[str, str]:
         return {}
 
-    def summary(self, section: Mapping[str, Any]) -> Mapping[str, Any]:
+    def summary(self, section: Section) -> Mapping[str, Any]:
         return {}
 
     def design_comparisons(self, section: Mapping[str, Any]) -> list[tuple[str, str]]:
         return []
 
-    def regrade(self, root: Path, profile: str, fmt: str, path: Path) -> Any:
+    def regrade(self, ctx: RegradeContext) -> Any:
         return None
 
 

@@ -15,6 +15,7 @@ import pytest
 from sealedeval import stats
 from sealedeval.canonical import dumps
 from sealedeval.config import Config, load_config
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
 from sealedeval.render.comparisons import HEADER
 from sealedeval.render.figures import render_bytes
 from sealedeval.suites.bloodpanel import plan
@@ -42,10 +43,12 @@ def _cfg() -> Config:
 def section() -> dict[str, Any]:
     suite = BloodpanelSuite()
     c = _cfg()
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     rows = []
     for eng in ("local", "reference"):
-        for q in suite.requests(c, items, c.engine(eng), "m", SEED):
+        for q in suite.requests(
+            RequestContext(cfg=c, items=items, engine=c.engine(eng), model="m", seed=SEED)
+        ):
             text = suite.reference_answer(q)
             if eng == "local" and q.item["case_id"] in BAD and q.repeat == 1:
                 text = "The patient is fine."  # free text: structure 0 on one repeat
@@ -65,8 +68,8 @@ def section() -> dict[str, Any]:
                     "finished_at": f"t{q.request_key}",
                 }
             )
-    graded = suite.grade(c, items, rows)
-    a = suite.analyze(c, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=c, items=items, rows=rows))
+    a = suite.analyze(AnalyzeContext(cfg=c, items=items, graded=graded, rows=rows))
     scores = {
         eng: plan.case_scores(
             [g for g in graded if g["engine"] == eng and g["profile"] == "sealed"]

@@ -29,6 +29,7 @@ from sealedeval.config import EngineConfig, load_config
 from sealedeval.engines.base import Attachment, EngineError, Request
 from sealedeval.engines.kantesti import KantestiEngine
 from sealedeval.errors import UserError
+from sealedeval.plugins import GenerateContext, RequestContext
 from sealedeval.suites.bloodpanel.cases import Case, load_curated
 from sealedeval.suites.bloodpanel.locales import render_rows
 from sealedeval.suites.bloodpanel.pdf import attachment, render_pdf
@@ -217,9 +218,13 @@ def test_the_suite_attaches_the_pdf_only_for_engines_that_take_one() -> None:
         },
     )
     suite = BloodpanelSuite()
-    items = suite.generate(cfg, 7)
-    kt = suite.requests(cfg, items, cfg.engine("kt"), "kantesti-v11", 7)
-    ref = suite.requests(cfg, items, cfg.engine("ref"), "reference", 7)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    kt = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("kt"), model="kantesti-v11", seed=7)
+    )
+    ref = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("ref"), model="reference", seed=7)
+    )
     assert len(kt) == len(ref) == 2 * 18
     assert all(r.attachments == () for r in ref)
     for r in kt:

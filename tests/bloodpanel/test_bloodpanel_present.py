@@ -22,6 +22,7 @@ import pytest
 from tests._added_label import assert_only_labelled, drawn_texts
 from tests._added_label import with_added as _with_added
 
+from sealedeval.plugins import ScorecardContext
 from sealedeval.render.figures import render_bytes
 from sealedeval.suites.bloodpanel.present.scorecard import COLUMNS
 from sealedeval.suites.bloodpanel.suite import BloodpanelSuite
@@ -70,7 +71,9 @@ def test_figures_are_the_pre_redesign_bytes(tag: str) -> None:
 
 def test_scorecards_are_the_pre_redesign_csv_text() -> None:
     graded = _graded()
-    cards = BloodpanelSuite().scorecards(graded, SECTIONS["section_b"])
+    cards = BloodpanelSuite().scorecards(
+        ScorecardContext(graded=graded, section=SECTIONS["section_b"])
+    )
     assert sorted(cards) == sorted(EXPECTED["scorecards"])
     for name, text in cards.items():
         assert text == (FIX / f"present_{name}").read_text(encoding="utf-8"), name
@@ -83,7 +86,7 @@ def test_scorecards_cover_every_engine_header_only_without_rows() -> None:
     section = json.loads(json.dumps(SECTIONS["section_b"]))
     section["seal"]["counts"]["waiting"] = {"requests": 0}
     section["analysis"]["design"]["cohorts"]["configured"] = "all"
-    cards = BloodpanelSuite().scorecards(_graded(), section)
+    cards = BloodpanelSuite().scorecards(ScorecardContext(graded=_graded(), section=section))
     assert sorted(cards) == [
         "bloodpanel-configured.csv",
         "bloodpanel-local.csv",
@@ -93,10 +96,12 @@ def test_scorecards_cover_every_engine_header_only_without_rows() -> None:
     for empty in ("bloodpanel-configured.csv", "bloodpanel-waiting.csv"):
         assert cards[empty] == ",".join(COLUMNS) + "\n"
     section["analysis"]["profile"] = "kantesti-v11"
-    v11 = BloodpanelSuite().scorecards(_graded(), section)["bloodpanel-local.csv"]
+    v11 = BloodpanelSuite().scorecards(ScorecardContext(graded=_graded(), section=section))[
+        "bloodpanel-local.csv"
+    ]
     rows = list(csv.DictReader(io.StringIO(v11)))
     assert rows and {r["profile"] for r in rows} == {"kantesti-v11"}
-    assert BloodpanelSuite().scorecards([], {"analysis": {}}) == {}
+    assert BloodpanelSuite().scorecards(ScorecardContext(graded=[], section={"analysis": {}})) == {}
 
 
 def test_presentation_is_not_sealed_and_not_loaded_by_the_core() -> None:

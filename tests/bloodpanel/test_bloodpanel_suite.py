@@ -16,7 +16,13 @@ from sealedeval.canonical import dumps
 from sealedeval.config import Config, load_config
 from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed
-from sealedeval.plugins import get_suite
+from sealedeval.plugins import (
+    AnalyzeContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+    get_suite,
+)
 from sealedeval.seal.lock import expand_inputs
 from sealedeval.suites.bloodpanel import plan, prompts
 from sealedeval.suites.bloodpanel.cases import UNKNOWN_LABEL
@@ -73,19 +79,21 @@ def test_registered_and_sealed_inputs() -> None:
 
 def test_generate_curated_plus_synthetic_stable_and_seeded(suite: BloodpanelSuite) -> None:
     c = cfg()
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     assert Counter(i["cohort"] for i in items) == {"curated": 15, "synthetic": 40}
     assert len({i["id"] for i in items}) == 55
     assert all(i["id"] == i["case_uid"] and i["id"].startswith("bp-") for i in items)
-    again = BloodpanelSuite().generate(c, SEED)
+    again = BloodpanelSuite().generate(GenerateContext(cfg=c, seed=SEED))
     assert again == items
-    other = BloodpanelSuite().generate(c, SEED + 1)
+    other = BloodpanelSuite().generate(GenerateContext(cfg=c, seed=SEED + 1))
     cur = [i["id"] for i in items if i["cohort"] == "curated"]
     assert [i["id"] for i in other if i["cohort"] == "curated"] == cur  # curated uids are fixed
     syn = {i["id"] for i in items if i["cohort"] == "synthetic"}
     assert syn.isdisjoint(i["id"] for i in other if i["cohort"] == "synthetic")
     assert suite.source()["synthetic_seed"] == derive_seed(SEED, "synthetic") % 2**63
-    limited = BloodpanelSuite().generate(cfg(limit=3, synthetic_n=0), SEED)
+    limited = BloodpanelSuite().generate(
+        GenerateContext(cfg=cfg(limit=3, synthetic_n=0), seed=SEED)
+    )
     assert [i["case_id"] for i in limited] == ["BT-001-IDA", "BT-002-HASH", "BT-003-T2DM"]
 
 
@@ -101,18 +109,26 @@ def test_generate_refuses_a_leaking_prompt(
 
     monkeypatch.setattr(prompts, "messages", leaky)
     with pytest.raises(UserError, match="prompt leaks case id"):
-        suite.generate(cfg(synthetic_n=0), SEED)
+        suite.generate(GenerateContext(cfg=cfg(synthetic_n=0), seed=SEED))
 
 
 def test_requests_follow_cohorts_repeats_and_engine_kind(suite: BloodpanelSuite) -> None:
     c = cfg(repeats=3, temperature=0.7)
-    items = suite.generate(c, SEED)
-    local = suite.requests(c, items, c.engine("local"), "m", SEED)
-    ref = suite.requests(c, items, c.engine("reference"), "reference", SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
+    local = suite.requests(
+        RequestContext(cfg=c, items=items, engine=c.engine("local"), model="m", seed=SEED)
+    )
+    ref = suite.requests(
+        RequestContext(
+            cfg=c, items=items, engine=c.engine("reference"), model="reference", seed=SEED
+        )
+    )
     assert len(local) == 15 * 3 and len(ref) == 55 * 3
     assert {r.item["cohort"] for r in local} == {"curated"}
     assert len({r.request_key for r in local + ref}) == len(local) + len(ref)
-    again = suite.requests(c, items, c.engine("local"), "m", SEED)
+    again = suite.requests(
+        RequestContext(cfg=c, items=items, engine=c.engine("local"), model="m", seed=SEED)
+    )
     assert [r.request_key for r in again] == [r.request_key for r in local]
     # The embedded model gets the length-bounded schema (same structure, so the same rubric).
     assert local[0].params["response_format"] == prompts.response_format(bounded=True)
@@ -163,8 +179,10 @@ def _row(
 
 def test_grade_rows_two_profiles_errors_unparsed_and_latency(suite: BloodpanelSuite) -> None:
     c = cfg(synthetic_n=0)
-    items = suite.generate(c, SEED)
-    reqs = suite.requests(c, items, c.engine("local"), "m", SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
+    reqs = suite.requests(
+        RequestContext(cfg=c, items=items, engine=c.engine("local"), model="m", seed=SEED)
+    )
     by_case = {r.item["case_id"]: r for r in reqs}
     ida, gil, heal = by_case["BT-001-IDA"], by_case["BT-014-GILBERT"], by_case["BT-015-HEALTHY"]
     rows = [
@@ -172,7 +190,7 @@ def test_grade_rows_two_profiles_errors_unparsed_and_latency(suite: BloodpanelSu
         _row(gil, status="error", kind="timeout"),
         _row(heal, text="Everything is normal; the patient has anemia and diabetes."),
     ]
-    graded = suite.grade(c, items, rows)
+    graded = suite.grade(GradeContext(cfg=c, items=items, rows=rows))
     assert len(graded) == 6
     assert {g["grader"] for g in graded} == {"bloodpanel/sealed", "bloodpanel/kantesti-v11"}
     from sealedeval.suites.bloodpanel.rubric import GRADER_VERSION
@@ -196,17 +214,19 @@ def test_grade_rows_two_profiles_errors_unparsed_and_latency(suite: BloodpanelSu
 
 
 def _analysis(suite: BloodpanelSuite, c: Config, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    items = suite.generate(c, SEED)
-    graded = suite.grade(c, items, rows)
-    return suite.analyze(c, items, graded, rows)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
+    graded = suite.grade(GradeContext(cfg=c, items=items, rows=rows))
+    return suite.analyze(AnalyzeContext(cfg=c, items=items, graded=graded, rows=rows))
 
 
 def test_analysis_headline_groups_repeats_comparison_and_sample(suite: BloodpanelSuite) -> None:
     c = cfg(repeats=2, temperature=0.7, review_n=7)
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     rows: list[dict[str, Any]] = []
     for eng in ("local", "reference"):
-        for q in suite.requests(c, items, c.engine(eng), "m", SEED):
+        for q in suite.requests(
+            RequestContext(cfg=c, items=items, engine=c.engine(eng), model="m", seed=SEED)
+        ):
             r = _row(q, text=suite.reference_answer(q), latency=1.0)
             r["engine"] = eng
             if eng == "local" and q.item["case_id"] == "BT-002-HASH":
@@ -222,7 +242,7 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     # BT-003 repeat 1 is free text: structure 0; its keywords still count.
     t2dm = [
         g
-        for g in suite.grade(c, items, rows)
+        for g in suite.grade(GradeContext(cfg=c, items=items, rows=rows))
         if (g["engine"], g["profile"], g["case_id"]) == ("local", "sealed", "BT-003-T2DM")
     ]
     case3 = sum(g["composite"] for g in t2dm) / 2
@@ -359,10 +379,12 @@ def test_regrade_cli_bad_file_is_one_line_exit_2(tmp_path: Path, content: str | 
 
 def test_an_engine_with_only_errors_is_reported_not_dropped(suite: BloodpanelSuite) -> None:
     c = cfg(synthetic_n=0, engines=["local"])
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     rows = [
         _row(q, status="error", kind="timeout")
-        for q in suite.requests(c, items, c.engine("local"), "m", SEED)
+        for q in suite.requests(
+            RequestContext(cfg=c, items=items, engine=c.engine("local"), model="m", seed=SEED)
+        )
     ]
     a = json.loads(dumps(_analysis(suite, c, rows)))
     h = a["engines"]["local"]["profiles"]["sealed"]["headline"]
@@ -415,10 +437,12 @@ def test_request_keys_are_those_planned_before_capabilities(
     }
     c = load_config(ROOT, [], overrides={"engines": engines, "suites": {"bloodpanel": bp}})
     s = BloodpanelSuite()
-    items = s.generate(c, SEED)
+    items = s.generate(GenerateContext(cfg=c, seed=SEED))
     got = {}
     for name, e in engines.items():
-        reqs = s.requests(c, items, c.engine(name), e["model"], SEED)
+        reqs = s.requests(
+            RequestContext(cfg=c, items=items, engine=c.engine(name), model=e["model"], seed=SEED)
+        )
         got[name] = hashlib.sha256("\n".join(r.request_key for r in reqs).encode()).hexdigest()
         assert all(bool(r.attachments) == (name == "kt") for r in reqs)
     assert got == expected
@@ -428,7 +452,7 @@ def test_analysis_source_is_the_same_from_items_read_back(suite: BloodpanelSuite
     """The stages hand analyze items read back from the items file (canonical JSON), often in a
     process that never generated them: the source description must not change."""
     c = cfg(limit=4)
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     again = json.loads(dumps(items))
     fresh = BloodpanelSuite()
     assert (
@@ -448,10 +472,12 @@ def test_analysis_lists_typed_metrics(suite: BloodpanelSuite) -> None:
     from sealedeval.stats.metrics import sort_metrics, validate_metrics
 
     c = cfg(synthetic_n=0, repeats=1)
-    items = suite.generate(c, SEED)
+    items = suite.generate(GenerateContext(cfg=c, seed=SEED))
     rows = []
     for eng in ("local", "reference"):
-        for q in suite.requests(c, items, c.engine(eng), "m", SEED):
+        for q in suite.requests(
+            RequestContext(cfg=c, items=items, engine=c.engine(eng), model="m", seed=SEED)
+        ):
             r = _row(q, text=suite.reference_answer(q)) | {"engine": eng}
             if eng == "local" and q.item["case_id"] in ("BT-002-HASH", "BT-014-GILBERT"):
                 r |= {"status": "error", "error_kind": "timeout", "output_text": ""}

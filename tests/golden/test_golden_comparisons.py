@@ -19,7 +19,13 @@ from sealedeval import stats
 from sealedeval.canonical import dumps
 from sealedeval.config import Config, load_config
 from sealedeval.engines.base import Completion, Request
-from sealedeval.plugins import get_suite
+from sealedeval.plugins import (
+    AnalyzeContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+    get_suite,
+)
 from sealedeval.render.comparisons import HEADER
 from sealedeval.render.figures import render_bytes
 from sealedeval.run.solvers import SolveResult, get_solver
@@ -71,10 +77,12 @@ def _config(tmp_path: Path) -> Config:
 
 def _rows(cfg: Config) -> list[dict[str, Any]]:
     suite = get_suite("golden")
-    items = suite.generate(cfg, 7)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
     rows = []
     for eng in ("reference", "other"):
-        for r in suite.requests(cfg, items, cfg.engine(eng), eng, 7):
+        for r in suite.requests(
+            RequestContext(cfg=cfg, items=items, engine=cfg.engine(eng), model=eng, seed=7)
+        ):
             wrong = WRONG.get((eng, r.condition.split("/")[0]), set())
 
             async def call(
@@ -112,10 +120,10 @@ def _rows(cfg: Config) -> list[dict[str, Any]]:
 def section(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cfg = _config(tmp_path_factory.mktemp("golden-cmp"))
     suite = get_suite("golden")
-    items = suite.generate(cfg, 7)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
     rows = _rows(cfg)
-    graded = suite.grade(cfg, items, rows)
-    analysis = suite.analyze(cfg, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
+    analysis = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     return {"analysis": json.loads(dumps(analysis))}  # as result.json holds it
 
 

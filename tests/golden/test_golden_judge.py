@@ -11,6 +11,7 @@ import pytest
 
 from sealedeval.graders import judge as jg
 from sealedeval.graders.judge import FAIL, PASS, UNPARSED, PairVerdicts
+from sealedeval.plugins import GenerateContext, RequestContext
 from sealedeval.suites.golden import judging
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -228,10 +229,12 @@ def test_judge_requests_ask_for_the_verdict_contract() -> None:
 
     cfg = load_config(ROOT, ["config/embedded-full.yaml"])
     suite = get_suite("golden")
-    items = suite.generate(cfg, 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
     reqs = [
         r
-        for r in suite.requests(cfg, items, cfg.engine("reference"), "m", 1)
+        for r in suite.requests(
+            RequestContext(cfg=cfg, items=items, engine=cfg.engine("reference"), model="m", seed=1)
+        )
         if r.condition.startswith("judge/")
     ]
     kinds = {r.condition.split("/")[1] for r in reqs}
@@ -269,7 +272,15 @@ def test_judge_calls_come_in_prefix_sharing_order() -> None:
     suite = get_suite("golden")
     reqs = [
         r
-        for r in suite.requests(cfg, suite.generate(cfg, 1), cfg.engine("local"), "m", 1)
+        for r in suite.requests(
+            RequestContext(
+                cfg=cfg,
+                items=suite.generate(GenerateContext(cfg=cfg, seed=1)),
+                engine=cfg.engine("local"),
+                model="m",
+                seed=1,
+            )
+        )
         if r.condition.startswith("judge/")
     ]
     cal = [r for r in reqs if r.condition == "judge/calibration/v1"]

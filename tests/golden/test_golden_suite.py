@@ -14,7 +14,7 @@ import yaml
 
 from sealedeval.config import load_config
 from sealedeval.errors import UserError
-from sealedeval.plugins import get_suite
+from sealedeval.plugins import GenerateContext, RequestContext, get_suite
 from sealedeval.suites.golden import design
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _plan(configs: list[str], engine: str, root: Path = ROOT) -> Counter[str]:
     cfg = load_config(root, configs)
     suite = get_suite("golden")
-    items = suite.generate(cfg, 1234)
-    reqs = suite.requests(cfg, items, cfg.engine(engine), "m", 1234)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1234))
+    reqs = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine(engine), model="m", seed=1234)
+    )
     assert len({r.request_key for r in reqs}) == len(reqs), "request keys collide"
     return Counter(r.condition for r in reqs)
 
@@ -56,8 +58,10 @@ def test_default_profile_runs_every_part_on_the_local_engine_on_a_subset() -> No
     }
     cfg = load_config(ROOT)
     suite = get_suite("golden")
-    items = suite.generate(cfg, 1)
-    reqs = suite.requests(cfg, items, cfg.engine("local"), "m", 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
+    reqs = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("local"), model="m", seed=1)
+    )
     assert sorted({r.item_id for r in reqs if r.condition == "B/main"}) == B_SUBSET
     assert {r.item_id for r in reqs if r.condition == "C/main"} == {"g01", "g07", "g19"}
     assert {r.item_id for r in reqs if r.condition.startswith("judge/verbosity/")} == {
@@ -103,8 +107,10 @@ def test_full_golden_profile_is_the_complete_design_with_ten_runs() -> None:
 def test_local_engine_agents_speak_json_and_others_native() -> None:
     cfg = load_config(ROOT, ["config/embedded-full.yaml"])
     suite = get_suite("golden")
-    items = suite.generate(cfg, 1)
-    local = suite.requests(cfg, items, cfg.engine("local"), "m", 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
+    local = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("local"), model="m", seed=1)
+    )
     b = next(r for r in local if r.condition == "B/main")
     assert b.solver == "agent" and b.tools == ()
     assert b.params["agent"]["protocol"] == "json"
@@ -112,7 +118,9 @@ def test_local_engine_agents_speak_json_and_others_native() -> None:
     assert "sandbox" in b.item and "deploys.log" not in json.dumps(b.messages)
     c = next(r for r in local if r.condition == "C/main")
     assert c.params["agent"]["self_consistency"] == 3 and c.params["temperature"] == 0.7
-    ref = suite.requests(cfg, items, cfg.engine("reference"), "m", 1)
+    ref = suite.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("reference"), model="m", seed=1)
+    )
     rb = next(r for r in ref if r.condition == "B/main")
     assert rb.params["agent"]["protocol"] == "native"
     assert [t["function"]["name"] for t in rb.tools] == ["read_file", "grep", "list_files"]
@@ -172,8 +180,10 @@ def test_a_branch_task_subset_limits_its_main_and_repeats(tmp_path: Path) -> Non
     )
     assert c == {"A/main": 20, "A/sample": 60, "B/main": 3, "B/sample": 6, "C/main": 1}
     cfg = load_config(ROOT, [_extra(tmp_path, {"branches": {"B": {"tasks": sub}}})])
-    items = get_suite("golden").generate(cfg, 1)
-    reqs = get_suite("golden").requests(cfg, items, cfg.engine("reference"), "m", 1)
+    items = get_suite("golden").generate(GenerateContext(cfg=cfg, seed=1))
+    reqs = get_suite("golden").requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("reference"), model="m", seed=1)
+    )
     assert sorted({r.item_id for r in reqs if r.condition.startswith("B/")}) == sub
 
 

@@ -13,7 +13,7 @@ import yaml
 from sealedeval.config import Config, EngineConfig, load_config
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
-from sealedeval.plugins import get_suite
+from sealedeval.plugins import GenerateContext, RequestContext, get_suite
 from sealedeval.stages.run import suite_engine
 from sealedeval.suites.grounding.design import EMBEDDED_TOTALS, build_design
 from sealedeval.suites.grounding.harness import (
@@ -143,12 +143,16 @@ def _cfg(tmp_path: Path, **grounding: Any) -> Config:
 def test_order_seed_is_recorded_and_reproducible(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     harness = GroundingSuite()
-    items = harness.generate(cfg, 1234)
+    items = harness.generate(GenerateContext(cfg=cfg, seed=1234))
     design = next(i for i in items if i["id"] == DESIGN_RECORD)
     assert design["suite_seed"] == 1234 and design["profile"] == "default"
     again = build_design("default", design["shuffle_seed"])
     assert again == design_for(cfg, 1234)
-    reqs = harness.requests(cfg, items, cfg.engine("reference"), "reference", 1234)
+    reqs = harness.requests(
+        RequestContext(
+            cfg=cfg, items=items, engine=cfg.engine("reference"), model="reference", seed=1234
+        )
+    )
     assert [r.item["request_id"] for r in reqs] == [
         s.request_id for s in again.specs if s.stage == 0 or s.group is None
     ]
@@ -160,7 +164,7 @@ def test_generate_records_carry_references_and_run_the_leak_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg = _cfg(tmp_path)
-    items = {i["id"]: i for i in GroundingSuite().generate(cfg, 7)}
+    items = {i["id"]: i for i in GroundingSuite().generate(GenerateContext(cfg=cfg, seed=7))}
     assert items["COMP-01"]["reference_value"] == 14.0 and items["COMP-01"]["track"] == "A"
     assert items["ABST-01"]["answerable"] is False
     assert items["B4-R1"]["owner"] == "Sales Operations Lead"
@@ -169,31 +173,43 @@ def test_generate_records_carry_references_and_run_the_leak_check(
 
     monkeypatch.setattr(harness_mod, "leak_check_calls", lambda data, specs: ["planted leak"])
     with pytest.raises(ValueError, match="planted leak"):
-        GroundingSuite().generate(cfg, 7)
+        GroundingSuite().generate(GenerateContext(cfg=cfg, seed=7))
 
 
 def test_roles_and_profiles_from_config(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, profile="full", roles={"reference": ["primary", "secondary"]})
     harness = GroundingSuite()
-    items = harness.generate(cfg, 3)
-    reqs = harness.requests(cfg, items, cfg.engine("reference"), "reference", 3)
+    items = harness.generate(GenerateContext(cfg=cfg, seed=3))
+    reqs = harness.requests(
+        RequestContext(
+            cfg=cfg, items=items, engine=cfg.engine("reference"), model="reference", seed=3
+        )
+    )
     assert sum(len(call_specs(r)) for r in reqs) == 846
     assert sum(1 for r in reqs if r.condition.endswith("@secondary")) == 160
-    naive = harness.requests(cfg, items, cfg.engine("naive"), "naive", 3)
+    naive = harness.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("naive"), model="naive", seed=3)
+    )
     assert sum(len(call_specs(r)) for r in naive) == 686
 
 
 def test_engine_profiles_give_an_engine_its_own_design(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, engines=["reference", "local"], engine_profiles={"local": "embedded"})
     harness = GroundingSuite()
-    items = harness.generate(cfg, 5)
+    items = harness.generate(GenerateContext(cfg=cfg, seed=5))
     design = next(i for i in items if i["id"] == DESIGN_RECORD)
     assert design["profile"] == "default" and design["n_calls"] == 52
     local = design["engine_profiles"]["local"]
     assert local["profile"] == "embedded" and local["calls"] == EMBEDDED_TOTALS
     assert local["shuffle_seed"] == design["shuffle_seed"]
-    ref = harness.requests(cfg, items, cfg.engine("reference"), "reference", 5)
-    loc = harness.requests(cfg, items, cfg.engine("local"), "smollm2", 5)
+    ref = harness.requests(
+        RequestContext(
+            cfg=cfg, items=items, engine=cfg.engine("reference"), model="reference", seed=5
+        )
+    )
+    loc = harness.requests(
+        RequestContext(cfg=cfg, items=items, engine=cfg.engine("local"), model="smollm2", seed=5)
+    )
     assert sum(len(call_specs(r)) for r in ref) == 52
     assert sum(len(call_specs(r)) for r in loc) == sum(EMBEDDED_TOTALS.values())
     assert [r.item["request_id"] for r in loc] == [

@@ -24,7 +24,7 @@ from tests.fakes import FakeOpenAI
 from tests.run._support import cli_popen, git, run_cli, write_fake_config
 
 from sealedeval.config import load_config
-from sealedeval.plugins import get_suite
+from sealedeval.plugins import RequestContext, get_suite
 from sealedeval.seal import lock, standing
 from sealedeval.stages.run import plan
 from sealedeval.store import ledger
@@ -107,7 +107,12 @@ def planned_keys(root: Path) -> set[str]:
     cfg = load_config(root, ["fake.yaml"])
     p = plan(cfg, "golden")
     ecfg = cfg.engine("fake")
-    return {r.request_key for r in p.suite.requests(cfg, p.items, ecfg, ecfg.model, p.seed)}
+    return {
+        r.request_key
+        for r in p.suite.requests(
+            RequestContext(cfg=cfg, items=p.items, engine=ecfg, model=ecfg.model, seed=p.seed)
+        )
+    }
 
 
 def rows_of(root: Path) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from tests.fakes import FakeOpenAI
 from tests.run._support import cli_popen, run_cli, write_fake_config
 
 from sealedeval.config import load_config
+from sealedeval.plugins import RequestContext
 from sealedeval.stages.run import plan
 from sealedeval.store.raw import raw_dir, raw_files, read_raw
 from sealedeval.store.schema import ERROR_KINDS
@@ -42,7 +43,11 @@ PUBLISH = ("publish", "-c", "fake.yaml")
 def _planned(root: Path) -> set[str]:
     cfg = load_config(root, ["fake.yaml"])
     p = plan(cfg, "golden")
-    reqs = p.suite.requests(cfg, p.items, cfg.engine("fake"), "fake-model", p.seed)
+    reqs = p.suite.requests(
+        RequestContext(
+            cfg=cfg, items=p.items, engine=cfg.engine("fake"), model="fake-model", seed=p.seed
+        )
+    )
     return {r.request_key for r in reqs}
 
 

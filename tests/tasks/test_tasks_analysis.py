@@ -12,6 +12,7 @@ from tests.tasks._support import ARITH, write_jsonl
 
 from sealedeval import stats
 from sealedeval.config import Config
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext
 from sealedeval.stages.pipeline import graded_rows  # noqa: F401  (the stage module imports)
 from sealedeval.stats.metrics import METRIC_KEYS, validate_metrics
 from sealedeval.suites.tasks import TasksSuite
@@ -29,7 +30,7 @@ def _suite(root: Path, **over: Any) -> tuple[TasksSuite, Config, list[dict[str, 
     } | over
     suite = TasksSuite("arith", section, root=root)
     cfg = Config(root=root, data={"project": {"seed": 1}}, sources=())
-    return suite, cfg, suite.generate(cfg, 5)
+    return suite, cfg, suite.generate(GenerateContext(cfg=cfg, seed=5))
 
 
 def _row(engine: str, item: str, rep: int, text: str | None, **kw: Any) -> dict[str, Any]:
@@ -61,8 +62,8 @@ def test_accuracy_wilson_over_items_errors_counted_not_graded(tmp_path: Path) ->
     for i, it in enumerate(items):
         t = str(it["target"])
         rows.append(_row("a", it["id"], 0, t if i < 9 else "0" if i < 11 else None))
-    graded = suite.grade(cfg, items, rows)
-    a = suite.analyze(cfg, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     validate_metrics(a["metrics"], "tasks")
     assert all(set(m) == set(METRIC_KEYS) for m in a["metrics"])
     acc = _metric(a, "accuracy", engine="a")
@@ -92,7 +93,14 @@ def test_repeats_reduce_per_item_spread_and_pass_at_k(tmp_path: Path) -> None:
         outcomes[it["id"]] = [bool(x) for x in p]
         for rep, ok in enumerate(p):
             rows.append(_row("a", it["id"], rep, str(it["target"]) if ok else "-1"))
-    a = suite.analyze(cfg, items, suite.grade(cfg, items, rows), rows)
+    a = suite.analyze(
+        AnalyzeContext(
+            cfg=cfg,
+            items=items,
+            graded=suite.grade(GradeContext(cfg=cfg, items=items, rows=rows)),
+            rows=rows,
+        )
+    )
     acc = _metric(a, "accuracy", engine="a")
     assert acc["estimate"] == pytest.approx(6 / 12)  # majority: patterns 0 and 1
     mean = _metric(a, "accuracy_mean", engine="a")
@@ -142,7 +150,14 @@ def test_paired_comparison_sign_test_paired_se_and_hypotheses(tmp_path: Path) ->
     for it, x, y in zip(items, a_ok, b_ok, strict=True):
         rows.append(_row("a", it["id"], 0, str(it["target"]) if x else "no"))
         rows.append(_row("b", it["id"], 0, str(it["target"]) if y else "no"))
-    a = suite.analyze(cfg, items, suite.grade(cfg, items, rows), rows)
+    a = suite.analyze(
+        AnalyzeContext(
+            cfg=cfg,
+            items=items,
+            graded=suite.grade(GradeContext(cfg=cfg, items=items, rows=rows)),
+            rows=rows,
+        )
+    )
     [c] = a["comparisons"]
     assert (c["a"], c["b"], c["n_items"], c["a_better"], c["b_better"]) == ("a", "b", 12, 7, 0)
     assert c["p"] == stats.sign_test(7, 0)
@@ -164,14 +179,25 @@ def test_cluster_by_gives_the_cluster_robust_interval(tmp_path: Path) -> None:
     rows = [
         _row("a", it["id"], 0, str(it["target"]) if i % 3 else "x") for i, it in enumerate(items)
     ]
-    a = suite.analyze(cfg, items, suite.grade(cfg, items, rows), rows)
+    a = suite.analyze(
+        AnalyzeContext(
+            cfg=cfg,
+            items=items,
+            graded=suite.grade(GradeContext(cfg=cfg, items=items, rows=rows)),
+            rows=rows,
+        )
+    )
     m = _metric(a, "accuracy_clustered", engine="a", cluster_by="topic")
     vals = [0.0 if i % 3 == 0 else 1.0 for i in range(12)]
     se = stats.clustered_se(vals, [it["topic"] for it in items])
     assert m["estimate"] == pytest.approx(8 / 12)
     assert m["lo"] == pytest.approx(max(0.0, 8 / 12 - stats.Z_95 * se))
     assert m["method"] == "cluster-robust normal"
-    assert {g["cluster"] for g in suite.grade(cfg, items, rows)} == {"t0", "t1", "t2"}
+    assert {g["cluster"] for g in suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))} == {
+        "t0",
+        "t1",
+        "t2",
+    }
 
 
 def test_cost_and_latency_per_solved_item_with_real_prices(tmp_path: Path) -> None:
@@ -181,7 +207,14 @@ def test_cost_and_latency_per_solved_item_with_real_prices(tmp_path: Path) -> No
         text = str(it["target"]) if i < 8 else "wrong"
         rows.append(_row("a", it["id"], 0, text, cost_usd=0.0015 * (i + 1), latency_s=0.5 + i))
     # a judge-free errored call still costs nothing and adds no latency
-    a = suite.analyze(cfg, items, suite.grade(cfg, items, rows), rows)
+    a = suite.analyze(
+        AnalyzeContext(
+            cfg=cfg,
+            items=items,
+            graded=suite.grade(GradeContext(cfg=cfg, items=items, rows=rows)),
+            rows=rows,
+        )
+    )
     cost = a["engines"]["a"]["cost"]
     total = math.fsum(0.0015 * (i + 1) for i in range(12))
     assert cost["cost_usd"] == pytest.approx(total)
@@ -207,14 +240,14 @@ def test_abstention_category(tmp_path: Path) -> None:
         root=tmp_path,
     )
     cfg = Config(root=tmp_path, data={}, sources=())
-    items = suite.generate(cfg, 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
     texts = [str(it["target"]) for it in items[:6]] + ["I don't know."] * 3 + ["7", ""]
     texts.append("I don't know.")  # on the unanswerable item: graded, not set apart
     rows = [_row("a", it["id"], 0, t) for it, t in zip(items, texts, strict=True)]
-    graded = suite.grade(cfg, items, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
     cats = [g["category"] for g in graded]
     assert cats == ["correct"] * 6 + ["abstained"] * 3 + ["wrong", "wrong", "wrong"]
-    a = suite.analyze(cfg, items, graded, rows)
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     ab = a["engines"]["a"]["abstention"]
     assert (ab["correct"], ab["wrong"], ab["abstained"]) == (6, 2, 3)
     assert ab["selective_accuracy"] == pytest.approx(6 / 8)
@@ -226,7 +259,9 @@ def test_abstention_category(tmp_path: Path) -> None:
 def test_failure_mode_counts_abstentions_as_wrong(tmp_path: Path) -> None:
     suite, cfg, items = _suite(tmp_path, abstention="failure")
     rows = [_row("a", it["id"], 0, "I don't know.") for it in items]
-    assert {g["category"] for g in suite.grade(cfg, items, rows)} == {"wrong"}
+    assert {g["category"] for g in suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))} == {
+        "wrong"
+    }
 
 
 def test_a_primary_judge_without_verdicts_grades_nothing(tmp_path: Path) -> None:
@@ -246,10 +281,10 @@ def test_a_primary_judge_without_verdicts_grades_nothing(tmp_path: Path) -> None
         )
         for n, it in enumerate(items[:6])
     ]
-    graded = suite.grade(cfg, items, rows + judged)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows + judged))
     cats = [g["category"] for g in graded if g["grader_id"] == "exact"]
     assert cats == ["wrong", "correct"] * 3 + ["error"] * 6
-    a = suite.analyze(cfg, items, graded, rows + judged)
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows + judged))
     acc = _metric(a, "accuracy", engine="a")
     assert (acc["estimate"], acc["n_ok"], acc["n_error"]) == (0.5, 6, 6)
     jp = _metric(a, "judge_pass", grader="judge", judge="b", engine="a")

@@ -14,6 +14,7 @@ from tests.tasks._support import ARITH, write_jsonl
 from sealedeval import stats
 from sealedeval.canonical import dumps
 from sealedeval.config import Config
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext
 from sealedeval.render.comparisons import HEADER
 from sealedeval.stats.comparisons import ComparisonPlan
 from sealedeval.suites.tasks import TasksSuite
@@ -37,7 +38,7 @@ def _run(root: Path, **analysis: Any) -> tuple[TasksSuite, dict[str, Any]]:
     }
     suite = TasksSuite("arith", section, root=root)
     cfg = Config(root=root, data={"project": {"seed": 1}}, sources=())
-    items = suite.generate(cfg, 5)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=5))
     rows = []
     for eng, oks in OK.items():
         for it, ok in zip(items, oks, strict=True):
@@ -58,7 +59,14 @@ def _run(root: Path, **analysis: Any) -> tuple[TasksSuite, dict[str, Any]]:
                     "tokens_out": 1,
                 }
             )
-    a = suite.analyze(cfg, items, suite.grade(cfg, items, rows), rows)
+    a = suite.analyze(
+        AnalyzeContext(
+            cfg=cfg,
+            items=items,
+            graded=suite.grade(GradeContext(cfg=cfg, items=items, rows=rows)),
+            rows=rows,
+        )
+    )
     return suite, json.loads(dumps(a))
 
 

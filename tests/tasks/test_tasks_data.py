@@ -15,6 +15,7 @@ from tests.tasks._support import ARITH, arith_suite, cli, git, project, write_js
 
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.plugins import GenerateContext, RequestContext
 from sealedeval.suites.tasks import TasksSuite
 from sealedeval.suites.tasks.tables import read_table
 
@@ -89,11 +90,19 @@ def test_custom_id_and_target_columns_from_csv(tmp_path: Path) -> None:
         root=tmp_path,
     )
     cfg = Config(root=tmp_path, data={}, sources=())
-    items = suite.generate(cfg, 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
     assert [i["id"] for i in items] == ["c1", "c2"] and items[1]["qid"] == "c2"
     from sealedeval.config import EngineConfig
 
-    reqs = suite.requests(cfg, items, EngineConfig(name="reference", kind="reference"), "r", 1)
+    reqs = suite.requests(
+        RequestContext(
+            cfg=cfg,
+            items=items,
+            engine=EngineConfig(name="reference", kind="reference"),
+            model="r",
+            seed=1,
+        )
+    )
     assert reqs[1].messages[-1]["content"] == "Largest planet, by mass?"
     assert [suite.reference_answer(r) for r in reqs] == ["Paris", "Jupiter"]
 

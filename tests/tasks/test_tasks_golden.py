@@ -22,6 +22,7 @@ from tests.tasks._support import REPO, write_jsonl
 
 from sealedeval.config import Config, EngineConfig
 from sealedeval.graders.abstention import is_abstention
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
 from sealedeval.suites.golden import prompts, rubric
 from sealedeval.suites.golden.items import load_files, load_tasks
 from sealedeval.suites.tasks import TasksSuite
@@ -97,11 +98,13 @@ def test_same_verdicts_as_the_golden_grader_on_the_same_raw_rows(
 ) -> None:
     suite, cfg = golden_as_tasks
     tasks = load_tasks(REPO)
-    items = suite.generate(cfg, 1234)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1234))
     assert [i["id"] for i in items] == [t["id"] for t in tasks]
     rows = _rows(tasks)
     # the tasks suite grades every answer row whatever its condition: give it its own
-    mine = suite.grade(cfg, items, [r | {"condition": "answer"} for r in rows])
+    mine = suite.grade(
+        GradeContext(cfg=cfg, items=items, rows=[r | {"condition": "answer"} for r in rows])
+    )
     theirs = rubric.grade_rows({t["id"]: t for t in tasks}, rows)
     golden_cat = {g["request_key"]: g["category"] for g in theirs}
     golden_regex = {g["request_key"]: g["passed"] for g in theirs if g["grader"] == "regex"}
@@ -121,23 +124,31 @@ def test_same_prompts_as_golden_branch_a(golden_as_tasks: tuple[TasksSuite, Conf
     """The request messages are byte for byte golden's branch-A messages."""
     suite, cfg = golden_as_tasks
     files = load_files(REPO)
-    items = suite.generate(cfg, 99)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=99))
     engine = EngineConfig(name="local", kind="openai_chat", base_url="http://127.0.0.1:9/v1")
-    reqs = suite.requests(cfg, items, engine, "m", 99)
+    reqs = suite.requests(RequestContext(cfg=cfg, items=items, engine=engine, model="m", seed=99))
     assert len(reqs) == 20 * 3
     by_task = {t["id"]: t for t in load_tasks(REPO)}
     for r in reqs:
         assert list(r.messages) == prompts.messages(by_task[r.item_id], files)
         assert r.params["stop"] == ["\n"] and r.params["temperature"] == 0.7
     # fixed seeds: the same plan twice, distinct per repeat
-    again = suite.requests(cfg, suite.generate(cfg, 99), engine, "m", 99)
+    again = suite.requests(
+        RequestContext(
+            cfg=cfg,
+            items=suite.generate(GenerateContext(cfg=cfg, seed=99)),
+            engine=engine,
+            model="m",
+            seed=99,
+        )
+    )
     assert [r.request_key for r in reqs] == [r.request_key for r in again]
     assert len({(r.item_id, r.params["seed"]) for r in reqs}) == len(reqs)
 
 
 def test_repeats_give_pass_at_k(golden_as_tasks: tuple[TasksSuite, Config]) -> None:
     suite, cfg = golden_as_tasks
-    items = suite.generate(cfg, 1)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=1))
     tasks = load_tasks(REPO)
     rows = []
     for i, t in enumerate(tasks):
@@ -160,8 +171,8 @@ def test_repeats_give_pass_at_k(golden_as_tasks: tuple[TasksSuite, Config]) -> N
                     "error_kind": "",
                 }
             )
-    graded = suite.grade(cfg, items, rows)
-    a = suite.analyze(cfg, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     e = a["engines"]["local"]
     assert e["repeats"]["pass_at_k"]["3"] == 1.0
     assert e["repeats"]["pass_hat_k"]["3"] == pytest.approx(0.5)

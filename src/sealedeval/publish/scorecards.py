@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.fsutil import write_text_atomic
-from sealedeval.plugins import presentation_hook
+from sealedeval.plugins import ScorecardContext, presentation_hook
 from sealedeval.publish import generic
 from sealedeval.stages import artifacts
 
@@ -25,7 +25,11 @@ def build_scorecards(root: Path, result: Mapping[str, Any]) -> dict[str, str]:
     for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
         fn = presentation_hook(name, "scorecards")
-        files = fn(graded, section) if fn is not None else generic.scorecards(name, graded)
+        files = (
+            fn(ScorecardContext(graded=graded, section=section))
+            if fn is not None
+            else generic.scorecards(name, graded)
+        )
         for fname, text in files.items():
             if fname in out or "/" in fname:
                 raise ValueError(f"suite {name}: scorecard file name {fname!r} is not unique")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import Config
-from sealedeval.plugins import Suite
+from sealedeval.plugins import AnalyzeContext, Suite
 from sealedeval.stats.metrics import sort_metrics, validate_metrics
 
 
@@ -21,7 +21,7 @@ def analyze(
     graded: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    analysis = dict(suite.analyze(cfg, items, graded, rows))
+    analysis = dict(suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows)))
     metrics = validate_metrics(analysis.get("metrics"), f"suite {suite.name}")
     analysis["metrics"] = sort_metrics(metrics)
     return analysis

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import Config
-from sealedeval.plugins import Suite, hook, suite_info
+from sealedeval.plugins import GradeContext, Suite, hook, suite_info
 from sealedeval.stages.artifacts import GradedRows
 
 BASE_COLUMNS = (
@@ -50,7 +50,8 @@ def grade(
     version = str(suite_info(suite.name)["version"])
 
     def checked() -> Iterator[Mapping[str, Any]]:
-        for g in (hook(suite, "iter_grade") or suite.grade)(cfg, items, rows):
+        ctx = GradeContext(cfg=cfg, items=items, rows=rows)
+        for g in (hook(suite, "iter_grade") or suite.grade)(ctx):
             if not g.keys() >= _BASE:
                 missing = [c for c in BASE_COLUMNS if c not in g]
                 raise ValueError(f"suite {suite.name}: graded row lacks {missing[0]!r}")

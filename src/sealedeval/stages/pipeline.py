@@ -17,7 +17,15 @@ from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_text
 from sealedeval.keys import suite_seed
-from sealedeval.plugins import Suite, get_suite, hook, suite_info
+from sealedeval.plugins import (
+    FollowupContext,
+    GenerateContext,
+    RequestContext,
+    Suite,
+    get_suite,
+    hook,
+    suite_info,
+)
 from sealedeval.stages import artifacts
 from sealedeval.stages.analyze import analyze
 from sealedeval.stages.grade import grade
@@ -39,7 +47,8 @@ def suite_config_sha256(cfg: Config, name: str) -> str:
 def generate_items(cfg: Config, name: str, rubric_sha256: str) -> list[dict[str, Any]]:
     """The suite's items under this rubric hash, normalised as they read back from disk."""
     suite = get_suite(name)
-    return artifacts.normalize_items(suite.generate(cfg, suite_seed(cfg, name, rubric_sha256)))
+    seed = suite_seed(cfg, name, rubric_sha256)
+    return artifacts.normalize_items(suite.generate(GenerateContext(cfg=cfg, seed=seed)))
 
 
 def items_meta(cfg: Config, name: str, rubric_sha256: str) -> dict[str, str]:
@@ -128,10 +137,11 @@ def planned_keys(
     rows: Sequence[Mapping[str, Any]],
 ) -> set[str]:
     """Every request key the suite plans for this engine (phase 2 from the answers present)."""
-    planned = suite.requests(cfg, items, cfg.engine(engine), model, seed)
+    ctx = RequestContext(cfg=cfg, items=items, engine=cfg.engine(engine), model=model, seed=seed)
+    planned = suite.requests(ctx)
     follow = hook(suite, "followup_requests")
     if follow is not None:
-        planned += follow(cfg, items, cfg.engine(engine), model, seed, rows)
+        planned += follow(FollowupContext(**vars(ctx), rows=rows))
     return {q.request_key for q in planned}
 
 

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from sealedeval.config import Config, load_config
 from sealedeval.errors import UserError
+from sealedeval.plugins import RequestContext
 
 ARCHIVE: Final = Path("archive/raw")
 """Where a source under an earlier seal is moved out of ``results/raw`` (docs/engines.md)."""
@@ -326,7 +327,8 @@ def _predicted_errors(
     ecfg = suite_engine(merged, suite_name, name)
     engine = ReplayEngine(ecfg, root=merged.root)
     n = 0
-    for req in p.suite.requests(merged, p.items, ecfg, engine.model, p.seed):
+    ctx = RequestContext(cfg=merged, items=p.items, engine=ecfg, model=engine.model, seed=p.seed)
+    for req in p.suite.requests(ctx):
         try:
             n += engine.lookup(req)["status"] != "ok"
         except EngineError:

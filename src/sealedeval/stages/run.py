@@ -34,7 +34,7 @@ from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.keys import suite_seed
-from sealedeval.plugins import Suite, get_suite
+from sealedeval.plugins import FollowupContext, RequestContext, Suite, get_suite, hook
 from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import CircuitBreaker, Trip
@@ -275,7 +275,9 @@ def _run_suite(
         log_path=log_dir / f"{engine_name}.log",
         root=cfg.root,  # kinds that read project files (replay's source) resolve them here
     )
-    requests = p.suite.requests(cfg, p.items, ecfg, engine.model, p.seed)
+    requests = p.suite.requests(
+        RequestContext(cfg=cfg, items=p.items, engine=ecfg, model=engine.model, seed=p.seed)
+    )
     if limit is not None:
         requests = requests[:limit]
     chosen: Collection[str] | None = None
@@ -512,10 +514,11 @@ def followup_requests(
     p: Plan, cfg: Config, ecfg: Any, model: str, rows: Sequence[Mapping[str, Any]]
 ) -> list[Request]:
     """A suite's optional second phase (``followup_requests``), else nothing."""
-    follow = getattr(p.suite, "followup_requests", None)
+    follow = hook(p.suite, "followup_requests")
     if follow is None:
         return []
-    return list(follow(cfg, p.items, ecfg, model, p.seed, rows))
+    ctx = FollowupContext(cfg=cfg, items=p.items, engine=ecfg, model=model, seed=p.seed, rows=rows)
+    return list(follow(ctx))
 
 
 async def _dispatch(

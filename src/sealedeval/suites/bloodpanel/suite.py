@@ -42,10 +42,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from sealedeval.canonical import compact
-from sealedeval.config import Config, EngineConfig
+from sealedeval.config import Config
 from sealedeval.engines.base import Attachment, Request, capabilities
 from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed, keyed_request
+from sealedeval.plugins import (
+    AnalyzeContext,
+    GenerateContext,
+    GradeContext,
+    RegradeContext,
+    RequestContext,
+    ScorecardContext,
+)
 from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
@@ -278,7 +286,8 @@ class BloodpanelSuite:
             source |= {"kind": "sql", "sql": meta}
         return out, source
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        cfg, seed = ctx.cfg, ctx.seed
         key = (str(cfg.root), cfg.sha256(), seed)
         if key == self._items_key:
             return self._items
@@ -324,14 +333,8 @@ class BloodpanelSuite:
         return dict(self._source)
 
     # -- requests ------------------------------------------------------------------------------
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        cfg, items, engine, model = ctx.cfg, ctx.items, ctx.engine, ctx.model
         scfg = cfg.suite(self.name)
         cohort = cohort_of(scfg, engine.name)
         repeats = int(scfg.get("repeats", 1))
@@ -377,11 +380,8 @@ class BloodpanelSuite:
         return json.dumps(reference_report(self.case(request.item)), ensure_ascii=False)
 
     # -- grading -------------------------------------------------------------------------------
-    def grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        # Items from this instance's generate are identified by its cache key (config, seed —
-        # which carries the rubric hash); any other list by its contents.
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        items, rows = ctx.items, ctx.rows
         items_key = (
             repr(self._items_key)
             if items is self._items
@@ -409,13 +409,8 @@ class BloodpanelSuite:
         return [dict(g) for g in out]
 
     # -- analysis ------------------------------------------------------------------------------
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        graded: Sequence[Mapping[str, Any]],
-        rows: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
         scfg = cfg.suite(self.name)
         primary = str(scfg.get("profile") or plan.PRIMARY_PROFILE)
         n_boot = int(scfg.get("n_boot") or plan.N_BOOT)
@@ -578,32 +573,21 @@ class BloodpanelSuite:
 
         return summary.summary(section)
 
-    def scorecards(
-        self, graded: Sequence[Mapping[str, Any]], section: Mapping[str, Any]
-    ) -> dict[str, str]:
+    def scorecards(self, ctx: ScorecardContext) -> dict[str, str]:
         """``{"bloodpanel-ENGINE.csv": text}``: one row per graded answer under the headline
         profile, for every engine graded, counted in the seal or configured."""
         from sealedeval.suites.bloodpanel.present import scorecard
 
-        return scorecard.scorecards(graded, section)
+        return scorecard.scorecards(ctx.graded, ctx.section)
 
     # -- regrade -------------------------------------------------------------------------------
-    def regrade(
-        self,
-        root: Path,
-        profile: str,
-        fmt: str,
-        path: Path,
-        *,
-        key: Path | None = None,
-        partial: bool = False,
-    ) -> dict[str, Any]:
+    def regrade(self, ctx: RegradeContext) -> dict[str, Any]:
         """Grade responses produced elsewhere (no engine call); ``fmt`` names the file format.
 
         ``kantesti``: a published Kantesti run file, V11 or second update (100k): ``{engine,
         suite, version, cases: [{summary, response}]}``; latency from each
-        ``summary.elapsed_sec``. ``key``: an answer key (``rubric.load_key``) for runs whose
-        cases are not the curated 15; ``partial``: grade the known ids, list the unknown ones
+        ``summary.elapsed_sec``. ``ctx.key``: an answer key (``rubric.load_key``) for runs whose
+        cases are not the curated 15; ``ctx.partial``: grade the known ids, list the unknown ones
         (without it, unknown ids are an error, all named at once). Profiles: ``sealed``,
         ``kantesti-v11`` and ``kantesti-su`` (the second update's own scorer).
 
@@ -611,6 +595,8 @@ class BloodpanelSuite:
             UserError: Unknown format or profile, unreadable or malformed file or key,
                 duplicate or (without ``partial``) unknown case ids.
         """
+        root, profile, fmt, path = ctx.root, ctx.profile, ctx.fmt, ctx.path
+        key, partial = ctx.key, ctx.partial
         if fmt != "kantesti":
             raise UserError(f"regrade {self.name}: unknown format {fmt!r} (known: kantesti)")
         if profile not in REGRADE_PROFILES:

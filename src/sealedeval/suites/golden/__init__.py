@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sealedeval.config import Config, EngineConfig
+from sealedeval.config import Config
 from sealedeval.engines.base import Request
 from sealedeval.keys import derive_seed
+from sealedeval.plugins import (
+    AnalyzeContext,
+    FollowupContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+)
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
 from sealedeval.seal.design import added_engines, to_exploratory
@@ -70,7 +77,8 @@ class GoldenSuite:
             "pkg:sealedeval/probes/*.py",
         ]
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        cfg, seed = ctx.cfg, ctx.seed
         scfg = cfg.suite(self.name)
         tasks = load_tasks(cfg.root, scfg.get("limit"))
         files = load_files(cfg.root)
@@ -80,17 +88,11 @@ class GoldenSuite:
             out.append(t | {"seed": derive_seed(seed, t["id"])})
         return out
 
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
         """Ordered so consecutive calls share a prompt prefix (the server reuses what the previous
         call evaluated): the files-in-prompt branch and the judge calls (same files block first),
         the swapped and injected directories, then the agent branches and the in-process probe."""
+        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
         scfg = cfg.suite(self.name)
         files = load_files(cfg.root)
         ids = _task_ids(cfg)
@@ -114,16 +116,16 @@ class GoldenSuite:
         )
         return out
 
-    def followup_requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-        rows: Sequence[Mapping[str, Any]],
-    ) -> list[Request]:
+    def followup_requests(self, ctx: FollowupContext) -> list[Request]:
         """Phase 2: a judge engine grades its own branch answers once they are stored."""
+        cfg, items, engine, model, seed, rows = (
+            ctx.cfg,
+            ctx.items,
+            ctx.engine,
+            ctx.model,
+            ctx.seed,
+            ctx.rows,
+        )
         scfg = cfg.suite(self.name)
         tasks = {t["id"]: t for t in items}
         return judging.transcript_requests(
@@ -144,15 +146,12 @@ class GoldenSuite:
         # a judge contract: the one required field carries the label / letter
         return json.dumps({next(iter(props)): text})
 
-    def grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        return list(self.iter_grade(cfg, items, rows))
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        return list(self.iter_grade(ctx))
 
-    def iter_grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> Iterator[dict[str, Any]]:
+    def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
         """``grade``'s rows one at a time (the optional hook the grade stage streams)."""
+        cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
         verdicts = {
             (
                 r["engine"],
@@ -171,13 +170,8 @@ class GoldenSuite:
             {i["id"]: i for i in items}, rows, swap_tasks=swap, verdicts=verdicts
         )
 
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        graded: Sequence[Mapping[str, Any]],
-        rows: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
         scfg = cfg.suite(self.name)
         tasks = {i["id"]: i for i in items}
         files = load_files(cfg.root)

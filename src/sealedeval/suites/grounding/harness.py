@@ -12,13 +12,14 @@ metric schema (``metrics``). report_sections and figures → :mod:`.present` (no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from sealedeval.config import Config, EngineConfig
+from sealedeval.config import Config
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.keys import derive_seed
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
 from sealedeval.suites.grounding import analysis, rubric
 from sealedeval.suites.grounding.design import PROFILES, Design, Profile, build_design
 from sealedeval.suites.grounding.reference import answer_call, as_output_text
@@ -212,12 +213,13 @@ class GroundingSuite:
             f"{pkg}/tracks/*.py",
         ]
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
         """Item records (grader-side references included) and the design record.
 
         Raises:
             ValueError: Generation or a leak check failed (the message names the call).
         """
+        cfg, seed = ctx.cfg, ctx.seed
         data = build_suite()  # verifies every item and leak-checks every track-A prompt
         design = design_for(cfg, seed)
         per_engine = engine_designs(cfg, seed)
@@ -248,14 +250,8 @@ class GroundingSuite:
         )
         return out
 
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        cfg, engine, model, seed = ctx.cfg, ctx.engine, ctx.model, ctx.seed
         scfg = cfg.suite(self.name)
         variant = str(engine.extra.get("variant", "reference"))
         if variant not in VARIANTS:
@@ -281,18 +277,12 @@ class GroundingSuite:
         )
         return as_output_text(answer)
 
-    def grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        rows = ctx.rows
         return rubric.grade_rows(rows)
 
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        graded: Sequence[Mapping[str, Any]],
-        rows: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
         by_id = {str(i["id"]): i for i in items}
         design = dict(by_id.get(DESIGN_RECORD, {}))
         scfg = cfg.suite(self.name)

@@ -24,9 +24,10 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.canonical import dumps
-from sealedeval.config import Config, EngineConfig
+from sealedeval.config import Config
 from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
 from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.imported import aggregations, scores
@@ -229,7 +230,8 @@ class ImportedSuite:
 
         return latest_records(raw_files(cfg.root, self.name))
 
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        cfg = ctx.cfg
         items: dict[str, dict[str, Any]] = {}
         for r in self._rows(cfg):
             target = _response(r).get("target")
@@ -238,14 +240,8 @@ class ImportedSuite:
                 cur["target"] = target
         return [items[k] for k in sorted(items)]
 
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Row],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        cfg, engine = ctx.cfg, ctx.engine
         out = []
         for r in self._rows(cfg):
             if r["engine"] != engine.name:
@@ -279,7 +275,8 @@ class ImportedSuite:
         names = self.scorers(rows)
         return names[0] if names else ""
 
-    def grade(self, cfg: Config, items: Sequence[Row], rows: Sequence[Row]) -> list[dict[str, Any]]:
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        rows = ctx.rows
         names = self.scorers(rows) or [""]
         out = []
         for r in rows:
@@ -324,13 +321,8 @@ class ImportedSuite:
         return out
 
     # -- analysis ----------------------------------------------------------------------------
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Row],
-        graded: Sequence[Row],
-        rows: Sequence[Row],
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        graded, rows = ctx.graded, ctx.rows
         primary = self.primary(rows)
         by_engine: dict[str, list[Row]] = defaultdict(list)
         for r in rows:

@@ -21,17 +21,23 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sealedeval.canonical import dumps
-from sealedeval.config import Config, EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.graders.kinds import alternatives, text_of
 from sealedeval.keys import derive_seed
+from sealedeval.plugins import (
+    AnalyzeContext,
+    FollowupContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+)
 from sealedeval.suites.tasks import analysis, data, grading, plan
 from sealedeval.suites.tasks import solvers as _solvers  # noqa: F401  (registers self_consistency)
 from sealedeval.suites.tasks.plan import SEED_KEY
@@ -113,36 +119,24 @@ class TasksSuite:
         return list(parse(self.name, section).comparisons)
 
     # -- items and requests -----------------------------------------------------------------
-    def generate(self, cfg: Config, seed: int) -> list[dict[str, Any]]:
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        cfg, seed = ctx.cfg, ctx.seed
         d = self._data(cfg.root)
         limit = self.spec.get("limit")
         items = d.items[: int(limit)] if limit else d.items
         return [dict(i) | {SEED_KEY: derive_seed(seed, i["id"])} for i in items]
 
-    def requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-    ) -> list[Request]:
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
         d = self._data(cfg.root)
         return plan.answer_requests(d, items, engine, model) + plan.calibration_requests(
             d, engine, model, seed
         )
 
-    def followup_requests(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        engine: EngineConfig,
-        model: str,
-        seed: int,
-        rows: Sequence[Mapping[str, Any]],
-    ) -> list[Request]:
+    def followup_requests(self, ctx: FollowupContext) -> list[Request]:
         """Phase 2: a judge engine grades the stored answers of every answering engine (read
         from the suite's raw store, not only this engine's ``rows``)."""
+        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
         if engine.name not in self.spec.judge_engines():
             return []
         from sealedeval.store.raw import latest_records, raw_files
@@ -177,18 +171,12 @@ class TasksSuite:
         return text
 
     # -- grading and analysis ---------------------------------------------------------------
-    def grade(
-        self, cfg: Config, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
         return grading.grade_rows(self._data(cfg.root), items, rows)
 
-    def analyze(
-        self,
-        cfg: Config,
-        items: Sequence[Mapping[str, Any]],
-        graded: Sequence[Mapping[str, Any]],
-        rows: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
         from sealedeval.seal.design import sealed_pairs
 
         return analysis.analyze(
