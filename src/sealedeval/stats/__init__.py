@@ -7,6 +7,8 @@ Conventions shared by every function:
   kappa when chance agreement is 1), never a spurious 0.0 or 1.0.
 * Malformed input (``c > n``, mismatched lengths, NaN scores, p-values outside [0, 1]) raises
   ``ValueError``; a non-integer count raises ``TypeError``.
+* Judged metrics: ``ppi_mean`` corrects a judge's rate with a human-labelled subset
+  (prediction-powered inference, PPI++).
 * No SciPy: exact integer arithmetic for binomial tails, ``statistics.NormalDist`` for normal
   quantiles, seeded ``numpy.random.Generator(PCG64(seed))`` for the bootstrap.
 """
@@ -35,11 +37,14 @@ from ._passk import (
     pass_k_curves,
 )
 from ._power import sample_size_items
+from ._ppi import MeanInterval, PPIMean, ppi_mean
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
 
 __all__ = [
     "Z_95",
+    "MeanInterval",
+    "PPIMean",
     "VarianceComponents",
     "abstention_score",
     "agreement",
@@ -67,6 +72,7 @@ __all__ = [
     "pass_hat_k",
     "pass_k_curves",
     "perplexity",
+    "ppi_mean",
     "prob_a_better",
     "sample_size_items",
     "sign_test",
