@@ -37,11 +37,13 @@ from ._passk import (
     pass_k_curves,
 )
 from ._power import sample_size_items
-from ._ppi import MeanInterval, PPIMean, ppi_mean
+from ._ppi import MIN_LABELLED, MIN_UNLABELLED, MeanInterval, PPIMean, ppi_mean
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
 
 __all__ = [
+    "MIN_LABELLED",
+    "MIN_UNLABELLED",
     "Z_95",
     "MeanInterval",
     "PPIMean",

@@ -168,12 +168,17 @@ def ppi_mean(
 
     judge = _interval(float(fu.mean()), math.sqrt(_var(fu) / big_n), z)
     classical = _interval(float(y.mean()), math.sqrt(_var(y) / n), z)
-    rect = f - y
-    ppi = _interval(float(fu.mean() - rect.mean()), math.sqrt(_var(fu) / big_n + _var(rect) / n), z)
+
+    def tuned(lm: float) -> MeanInterval:
+        # θ̂_λ = mean Y + λ (mean f(X̃) − mean f(X)); at λ = 1 it is PPI's
+        # mean f(X̃) − mean(f(X) − Y), computed the same way so the two agree to the bit
+        est = float(y.mean() + lm * (fu.mean() - f.mean()))
+        return _interval(est, math.sqrt(lm * lm * _var(fu) / big_n + _var(y - lm * f) / n), z)
+
+    ppi = tuned(1.0)
     lm = _power_lambda(y, f, fu) if lam is None else float(lam)
-    est = float(y.mean() + lm * (fu.mean() - f.mean()))
-    se = math.sqrt(lm * lm * _var(fu) / big_n + _var(y - lm * f) / n)
-    ppi_pp = _interval(est, se, z)
+    ppi_pp = tuned(lm)
+    se = ppi_pp.se
     eff = n * (classical.se / se) ** 2 if se > 0 else math.nan
     ratio = ppi_pp.width / classical.width if classical.width > 0 else math.nan
     return PPIMean(n, big_n, a, judge, classical, ppi, ppi_pp, lm, eff, ratio)
