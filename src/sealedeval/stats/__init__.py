@@ -40,22 +40,27 @@ from ._power import sample_size_items
 from ._ppi import MIN_LABELLED, MIN_UNLABELLED, MeanInterval, PPIMean, ppi_mean
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
+from ._sequential import Look, SequentialResult, check_stop, cs_radius, sequential_rule
 
 __all__ = [
     "MIN_LABELLED",
     "MIN_UNLABELLED",
     "Z_95",
+    "Look",
     "MeanInterval",
     "PPIMean",
+    "SequentialResult",
     "VarianceComponents",
     "abstention_score",
     "agreement",
     "benjamini_hochberg",
     "beta_interval",
     "bootstrap_by_group",
+    "check_stop",
     "clustered_se",
     "cohen_kappa",
     "compounded",
+    "cs_radius",
     "discordant_split",
     "holm",
     "item_means",
@@ -77,6 +82,7 @@ __all__ = [
     "ppi_mean",
     "prob_a_better",
     "sample_size_items",
+    "sequential_rule",
     "sign_test",
     "sign_test_items",
     "sign_test_power",
