@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sealedeval.graders import judge as jg
@@ -299,3 +300,44 @@ def test_judge_calls_come_in_prefix_sharing_order() -> None:
             continue
         shared = shared_prefix(prev.messages[1]["content"], cur.messages[1]["content"])
         assert shared.startswith("Question: ") and "\nAnswer A: " in shared, cur.condition
+
+
+def test_ppi_corrects_the_judge_transcript_rate_with_the_human_labels() -> None:
+    """A judge (transcript variant v1) that says PASS to every labelled answer whose id number
+    is divisible by 3: its calibration errors, measured on the labels, correct its transcript
+    PASS rate (PPI: judge mean − mean(judge − human), written out here)."""
+    from sealedeval.suites.golden import plan
+    from sealedeval.suites.golden.items import load_human_labels, load_tasks
+
+    ids = {t["id"] for t in load_tasks(ROOT)}
+    labels = sorted(load_human_labels(ROOT, ids)["answers"], key=lambda a: a["id"])
+
+    def says(a: dict[str, Any]) -> str:
+        return PASS if int(a["id"][1:]) % 3 == 0 else a["human"]
+
+    rows = [_row("judge/calibration/v1", a["id"], f'{{"verdict": "{says(a)}"}}') for a in labels]
+    rows.append(_row("judge/calibration/v2", "h01", "PASS"))  # another variant: not used
+    human, judge = judging.calibration_labels(ROOT, rows)
+    assert len(human) == len(judge) == len(labels)
+    assert human == [1.0 if a["human"] == PASS else 0.0 for a in labels]
+    assert judge == [1.0 if says(a) == PASS else 0.0 for a in labels]
+    # 12 transcripts, 7 judged PASS by the judge, graded beside the regex grader
+    main = [{"request_key": f"k{i}"} for i in range(12)]
+    graded = [
+        {"request_key": f"k{i}", "grader": g, "passed": i < 7}
+        for i in range(12)
+        for g in ("judge", "regex")
+    ]
+    col = plan.judge_column(main, graded, (human, judge))
+    p = col["ppi"]
+    h, j = np.array(human), np.array(judge)
+    assert col["pass"]["rate"] == pytest.approx(7 / 12) == p["judge"]["estimate"]
+    assert p["ppi"]["estimate"] == pytest.approx(7 / 12 - (j - h).mean())
+    assert p["ppi"]["estimate"] < 7 / 12  # the judge over-passes; the correction lowers it
+    assert p["classical"]["estimate"] == pytest.approx(h.mean())
+    assert (p["n_labelled"], p["n_unlabelled"]) == (len(labels), 12)
+    assert "not a random draw" in p["assumption"]
+    assert p["lam"] == 1.0 and p["ppi_pp"] == p["ppi"]  # golden: plain PPI, not PPI++
+    # without labels, or with one, no correction is claimed
+    assert "ppi" not in plan.judge_column(main, graded)
+    assert "ppi" not in plan.judge_column(main, graded, ([1.0], [1.0]))

@@ -292,6 +292,9 @@ def _check_metrics(a: dict[str, Any]) -> None:
         assert (acc["n_total"], acc["n_ok"], acc["n_error"]) == (6, 6, 0)
         assert by[("greedy_accuracy_errors_as_failures", g)]["estimate"] == 1.0
         assert by[("judge_pass", g)]["estimate"] == 1.0
+        # a perfect judge: the PPI-corrected rate is the judge's own
+        ppi = by[("judge_pass_ppi", g)]
+        assert (ppi["estimate"], ppi["method"]) == (1.0, "PPI normal")
         assert by[("judge_regex_agreement", g)]["estimate"] == 1.0
         assert by[("judge_regex_kappa", g)]["estimate"] is None  # one label: κ undefined
         rep = entry["repeats"]
@@ -361,6 +364,9 @@ def test_reference_engine_end_to_end(
     for b in ("A", "B", "C"):
         assert e["branches"][b]["main"]["accuracy"]["rate"] == 1.0
         assert e["branches"][b]["judge"]["pass"]["rate"] == 1.0
+        p = e["branches"][b]["judge"]["ppi"]
+        assert (p["n_labelled"], p["n_unlabelled"]) == (18, 6)
+        assert p["ppi"]["estimate"] == 1.0 and p["ppi"]["se"] == 0.0
     assert e["branches"]["B"]["agent"]["stops"] == {"answer": 18}
     assert e["branches"]["C"]["agent"]["stops"] == {"answer": 18}  # 6 runs × 3 trajectories
     assert e["branches"]["B"]["repeats"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
@@ -380,6 +386,7 @@ def test_reference_engine_end_to_end(
     for heading in (
         "### Branches",
         "### Judge `reference`",
+        "corrected for its errors on the human labels by prediction-powered inference",
         "### Probes on `reference`",
         "### Transcripts behind the top-scoring tasks",
         "Data retention",

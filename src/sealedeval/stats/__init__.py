@@ -7,6 +7,8 @@ Conventions shared by every function:
   kappa when chance agreement is 1), never a spurious 0.0 or 1.0.
 * Malformed input (``c > n``, mismatched lengths, NaN scores, p-values outside [0, 1]) raises
   ``ValueError``; a non-integer count raises ``TypeError``.
+* Judged metrics: ``ppi_mean`` corrects a judge's rate with a human-labelled subset
+  (prediction-powered inference, PPI++).
 * No SciPy: exact integer arithmetic for binomial tails, ``statistics.NormalDist`` for normal
   quantiles, seeded ``numpy.random.Generator(PCG64(seed))`` for the bootstrap.
 """
@@ -35,20 +37,30 @@ from ._passk import (
     pass_k_curves,
 )
 from ._power import sample_size_items
+from ._ppi import MIN_LABELLED, MIN_UNLABELLED, MeanInterval, PPIMean, ppi_mean
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
+from ._sequential import Look, SequentialResult, check_stop, cs_radius, sequential_rule
 
 __all__ = [
+    "MIN_LABELLED",
+    "MIN_UNLABELLED",
     "Z_95",
+    "Look",
+    "MeanInterval",
+    "PPIMean",
+    "SequentialResult",
     "VarianceComponents",
     "abstention_score",
     "agreement",
     "benjamini_hochberg",
     "beta_interval",
     "bootstrap_by_group",
+    "check_stop",
     "clustered_se",
     "cohen_kappa",
     "compounded",
+    "cs_radius",
     "discordant_split",
     "holm",
     "item_means",
@@ -67,8 +79,10 @@ __all__ = [
     "pass_hat_k",
     "pass_k_curves",
     "perplexity",
+    "ppi_mean",
     "prob_a_better",
     "sample_size_items",
+    "sequential_rule",
     "sign_test",
     "sign_test_items",
     "sign_test_power",

@@ -188,6 +188,7 @@ class GoldenSuite:
             counts = status_counts(erows)
             answers = [r for r in erows if design.condition_kind(r["condition"]) == "answer"]
             present = sorted({design.split_condition(r["condition"])[0] for r in answers})
+            labelled = judging.calibration_labels(cfg.root, erows)
             branch_out: dict[str, Any] = {}
             branch_correct: dict[str, dict[str, bool]] = {}
             for bname in present:
@@ -198,7 +199,7 @@ class GoldenSuite:
                 entry: dict[str, Any] = {
                     "spec": b.describe() if b else {"solver": "unknown"},
                     "main": plan.greedy_table(tasks, main, egraded),
-                    "judge": plan.judge_column(main, egraded),
+                    "judge": plan.judge_column(main, egraded, labelled),
                     "repeats": plan.repeats_table(sample, egraded, n_runs),
                 }
                 if b is not None and b.tools:

@@ -295,6 +295,23 @@ def judge_analysis(
     return out
 
 
+def calibration_labels(
+    root: Path, rows: Sequence[Mapping[str, Any]]
+) -> tuple[list[float], list[float]]:
+    """``(human, judge)`` as aligned 0/1 lists on the labelled answers the transcript variant
+    judged (sorted by answer id): the labelled half of the prediction-powered correction of the
+    judge's transcript PASS rate (``plan.judge_column``). Empty when that variant did not run."""
+    variant = load_judge_prompts(root)["transcript_variant"]
+    got = _ok(rows, f"judge/calibration/{variant}")
+    if not got:
+        return [], []
+    human = {a["id"]: a["human"] for a in load_human_labels(root, _all_task_ids(root))["answers"]}
+    ids = sorted(set(got) & set(human))
+    h = [1.0 if jg.binary(human[i]) == jg.PASS else 0.0 for i in ids]
+    j = [1.0 if jg.binary(jg.parse_verdict(got[i])) == jg.PASS else 0.0 for i in ids]
+    return h, j
+
+
 def transcript_verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, int], str]:
     """(answer condition, item, repeat) → the judge's raw reply, from ``judge/transcript/*``."""
     out = {}

@@ -198,11 +198,45 @@ def compare(
 # -- branches (issue #5): the same tasks through different systems ------------------------------
 
 
+PPI_CAVEAT = (
+    "the human-labelled answers are a fixed calibration set (40 of the embedded model's sampled "
+    "answers, 20 written near the rule's boundary), not a random draw from these transcripts: "
+    "the correction holds as far as the judge errs on them as on the transcripts"
+)
+"""What the golden PPI estimate assumes and its data does not guarantee (said in the report)."""
+
+PPI_LAMBDA = 1.0
+"""Golden corrects with plain PPI (λ = 1: the judge's mean minus its mean error on the labels),
+not PPI++'s tuned λ. PPI++ gives the human labels' own mean weight 1 − λ, which estimates the
+transcripts' rate only when the labels are a random draw from them; golden's calibration set is
+not (it is enriched with boundary cases on purpose), so only the judge's *error* is carried
+over. A suite with a sealed random audit subset (``tasks``: ``human_audit``) uses PPI++."""
+
+
+def judge_ppi(
+    judge_verdicts: Sequence[bool], labelled: tuple[Sequence[float], Sequence[float]]
+) -> dict[str, Any]:
+    """The judge's transcript PASS rate corrected by its errors on the human labels
+    (prediction-powered inference, Angelopoulos et al. 2023: ``stats.ppi_mean`` at
+    ``PPI_LAMBDA``), with the judge's raw rate and the human rate on the labels beside it.
+    Empty when either side has fewer than two."""
+    human, judge = labelled
+    if len(human) < stats.MIN_LABELLED or len(judge_verdicts) < stats.MIN_UNLABELLED:
+        return {}
+    fu = [1.0 if v else 0.0 for v in judge_verdicts]
+    r = stats.ppi_mean(human, judge, fu, lam=PPI_LAMBDA)
+    return r.as_dict() | {"assumption": PPI_CAVEAT}
+
+
 def judge_column(
-    rows: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]],
+    graded: Sequence[Mapping[str, Any]],
+    labelled: tuple[Sequence[float], Sequence[float]] = ((), ()),
 ) -> dict[str, Any]:
     """The judge grader on the same transcripts: PASS rate (Wilson) and its agreement / κ with
-    the regex grader on the rows it judged. Empty when no judge graded these rows."""
+    the regex grader on the rows it judged; with ``labelled`` (human, judge) verdicts on the
+    calibration answers, the PPI-corrected PASS rate (``judge_ppi``). Empty when no judge
+    graded these rows."""
     keys = {r["request_key"] for r in rows}
     jv = {
         g["request_key"]: bool(g["passed"])
@@ -219,11 +253,15 @@ def judge_column(
         return {}
     j = [jv[k] for k in common]
     r = [rv[k] for k in common]
-    return {
+    out = {
         "pass": rate(sum(j), len(j)),
         "agreement_with_regex": stats.agreement(j, r),
         "kappa_with_regex": stats.cohen_kappa(j, r),
     }
+    ppi = judge_ppi(j, labelled)
+    if ppi:
+        out["ppi"] = ppi
+    return out
 
 
 def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) -> dict[str, Any]:
@@ -410,6 +448,22 @@ def _branch_metrics(engine: str, bname: str, b: Mapping[str, Any]) -> list[Metri
         ok = int(j["pass"]["n"])
         err = max(0, int(m["n_total"]) - ok)  # greedy answers without a judge + regex pair
         out.append(_from_rate("judge_pass", g, j["pass"], n_ok=ok, n_error=err, unit="task"))
+        if p := j.get("ppi"):
+            pp = p["ppi"]
+            out.append(
+                metric(
+                    "judge_pass_ppi",
+                    g,
+                    pp["estimate"],
+                    pp["lo"],
+                    pp["hi"],
+                    method="PPI normal",
+                    n_total=ok + err,
+                    n_ok=ok,
+                    n_error=err,
+                    unit="task",
+                )
+            )
         for name, key in (
             ("judge_regex_agreement", "agreement_with_regex"),
             ("judge_regex_kappa", "kappa_with_regex"),
@@ -428,7 +482,8 @@ def engine_metrics(
     Per branch: greedy accuracy over completed tasks and with errors counted as failures
     (Wilson, unit task); pass@k and pass^k at the largest k sampled (unbiased estimator, no
     interval; counts are the sampled requests); the judge's PASS rate and its agreement and κ
-    with the regex grader on the greedy answers both graded. Per judge prompt variant:
+    with the regex grader on the greedy answers both graded, and that rate corrected by the
+    judge's errors on the human labels (PPI, ``judge_pass_ppi``). Per judge prompt variant:
     agreement (Wilson) and κ with the human labels; per pairwise test: order consistency.
     """
     out: list[Metric] = []

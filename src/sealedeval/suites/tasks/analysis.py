@@ -63,9 +63,9 @@ from sealedeval.stats.metrics import (
     sort_metrics,
     status_counts,
 )
-from sealedeval.suites.tasks.data import Data, answerable
+from sealedeval.suites.tasks.data import AuditLabel, Data, answerable
 from sealedeval.suites.tasks.grading import ABSTAINED, CORRECT, ERROR, WRONG
-from sealedeval.suites.tasks.plan import ANSWER, parse_judge_condition
+from sealedeval.suites.tasks.plan import ANSWER, audit_items, parse_judge_condition
 from sealedeval.suites.tasks.spec import Hypothesis
 
 THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
@@ -708,6 +708,78 @@ def _calibration(
     return out, metrics
 
 
+def _human_audit(
+    data: Data,
+    engines: Mapping[str, _Engine],
+    subset: Sequence[str],
+    labels: Sequence[AuditLabel] | None,
+) -> tuple[dict[str, Any], list[Metric]]:
+    """``analysis.human_audit``: per answering engine, the judge's PASS rate on all its
+    answers, the human PASS rate on the labelled answers of the sealed subset, and the judge's
+    rate corrected by prediction-powered inference (PPI++ with the tuned λ, Angelopoulos, Duchi
+    & Zrnic 2024: ``stats.ppi_mean``), with the power gain (effective n of the labels, interval
+    width over the human-only one). The labelled set is the answers of the subset's items;
+    the unlabelled set is the judge's verdicts on every other item's answers. The unit is the
+    answer (repeats of an item count as answers, as the judge's PASS rate does)."""
+    ha = data.spec.human_audit
+    if ha is None:
+        return {}, []
+    out: dict[str, Any] = {
+        "grader": ha.grader,
+        "judge": str(data.spec.grader(ha.grader).params["engine"]),
+        "n": ha.n,
+        "labels": ha.labels,
+        "items": list(subset),
+        "status": "awaiting labels" if labels is None else "labelled",
+        "engines": {},
+    }
+    metrics: list[Metric] = []
+    inside = set(subset)
+    human = {(lab.engine, lab.item, lab.repeat): lab.label == jg.PASS for lab in labels or []}
+    for name, e in sorted(engines.items()):
+        judged = {(i, rep): p for i, v in e.outcomes.get(ha.grader, {}).items() for rep, p in v}
+        pairs = [
+            (human[(name, i, r)], p)
+            for (i, r), p in sorted(judged.items())
+            if (name, i, r) in human
+        ]
+        rest = [float(p) for (i, _), p in sorted(judged.items()) if i not in inside]
+        planned = sum(1 for (i, _) in judged if i in inside)
+        k_all = sum(judged.values())
+        sub: dict[str, Any] = {
+            "judge_pass": rate(k_all, len(judged)),
+            "n_subset_answers": planned,
+            "n_labelled": len(pairs),
+            "n_unlabelled": len(rest),
+        }
+        g = {"grader": ha.grader, "engine": name}
+        if len(pairs) >= stats.MIN_LABELLED and len(rest) >= stats.MIN_UNLABELLED:
+            y = [float(h) for h, _ in pairs]
+            f = [float(p) for _, p in pairs]
+            r = stats.ppi_mean(y, f, rest)
+            sub["ppi"] = r.as_dict()
+            for mname, iv, method in (
+                ("human_audit_pass", r.classical, "normal"),
+                ("judge_pass_ppi", r.ppi_pp, "PPI++ normal"),
+            ):
+                metrics.append(
+                    metric(
+                        mname,
+                        g,
+                        iv.estimate,
+                        iv.lo,
+                        iv.hi,
+                        method=method,
+                        n_total=planned,
+                        n_ok=len(pairs),
+                        n_error=planned - len(pairs),
+                        unit="answer",
+                    )
+                )
+        out["engines"][name] = sub
+    return out, metrics
+
+
 def _items_table(
     data: Data, engines: Mapping[str, _Engine], item_ids: Sequence[str]
 ) -> dict[str, Any]:
@@ -733,9 +805,12 @@ def analyze(
     rows: Sequence[Row],
     *,
     sealed: Pairs | None = None,
+    audit_labels: Sequence[AuditLabel] | None = None,
 ) -> dict[str, Any]:
     """The suite's analysis; ``sealed``: the engine pairs of the sealed design (the
-    confirmatory family; ``seal.design.sealed_pairs``), None when no design was sealed."""
+    confirmatory family; ``seal.design.sealed_pairs``), None when no design was sealed;
+    ``audit_labels``: the human-audit labels (``data.load_audit_labels``), None while none
+    were given."""
     spec = data.spec
     item_ids = sorted(str(i["id"]) for i in items)
     answers = [r for r in rows if r["condition"] == ANSWER]
@@ -754,6 +829,11 @@ def analyze(
     metrics += more
     judges, more = _judges(data, engines, rows)
     metrics += more
+    human_audit: dict[str, Any] = {}
+    if spec.human_audit is not None:
+        subset = audit_items(items, spec.human_audit.n)
+        human_audit, more = _human_audit(data, engines, subset, audit_labels)
+        metrics += more
     for j in spec.judge_engines():
         mine = [r for r in judge_rows if r["engine"] == j]
         if mine:
@@ -761,7 +841,7 @@ def analyze(
             out_engines[j]["judging"] = status_counts(mine) | {
                 "cost_usd": math.fsum(float(r["cost_usd"] or 0.0) for r in mine),
             }
-    return {
+    out: dict[str, Any] = {
         "suite": spec.suite,
         "kind": "tasks",
         "n_items": len(item_ids),
@@ -789,3 +869,6 @@ def analyze(
         "methods": INTERVALS,
         "metrics": sort_metrics(metrics),
     }
+    if human_audit:
+        out["human_audit"] = human_audit
+    return out

@@ -326,6 +326,63 @@ def _labels(spec: Spec, root: Path, where: Mapping[str, str]) -> dict[str, list[
     return out
 
 
+@dataclass(frozen=True)
+class AuditLabel:
+    """One human label of the sealed audit subset: the answer of ``engine`` to ``item``
+    (``repeat``, default 0) is ``label`` (PASS / FAIL); ``where`` is its file and line."""
+
+    item: str
+    engine: str
+    repeat: int
+    label: str
+    where: str
+
+
+def load_audit_labels(
+    spec: Spec, root: Path, where: Mapping[str, str], audit: set[str]
+) -> list[AuditLabel] | None:
+    """The labels of ``analysis.human_audit`` (``item``, ``engine``, ``label``, optional
+    ``repeat``), or None while the file does not exist (the labels come after the run). A row
+    naming an item outside the items file or the sealed subset, an engine that does not answer,
+    a malformed label or repeat, or the same answer twice is a one-line error naming file and
+    line: a label the analysis silently dropped would bias the audit."""
+    ha = spec.human_audit
+    if ha is None or not (root / ha.labels).exists():
+        return None
+    table = read_table(root, ha.labels, "human-audit labels")
+    seen: dict[tuple[str, str, int], str] = {}
+    out = []
+    for row, w in zip(table.rows, table.where, strict=True):
+        item = str(row.get("item") or "").strip()
+        if not item:
+            raise UserError(f"{w}: a label needs the 'item' whose answer it labels")
+        if item not in where:
+            raise UserError(f"{w}: item {item!r} is not in {spec.items}")
+        if item not in audit:
+            raise UserError(f"{w}: item {item!r} is not in the sealed human-audit subset")
+        engine = str(row.get("engine") or "").strip()
+        if engine not in spec.answering:
+            known = ", ".join(spec.answering)
+            raise UserError(f"{w}: engine {engine!r} is not an answering engine ({known})")
+        raw_rep = row.get("repeat", 0)
+        try:
+            rep = int(str(raw_rep if raw_rep not in (None, "") else 0).strip())
+        except ValueError:
+            raise UserError(f"{w}: repeat must be an integer, got {raw_rep!r}") from None
+        if rep < 0:
+            raise UserError(f"{w}: repeat must be >= 0, got {rep}")
+        raw = str(row.get("label", "")).strip().lower()
+        label = PASS_WORDS.get(raw) or FAIL_WORDS.get(raw)
+        if label is None:
+            raise UserError(f"{w}: label must be PASS or FAIL, got {row.get('label')!r}")
+        k = (item, engine, rep)
+        if k in seen:
+            raise UserError(f"{w}: the answer {k} is labelled twice (first at {seen[k]})")
+        seen[k] = w
+        out.append(AuditLabel(item, engine, rep, label, w))
+    return out
+
+
 def _load(spec: Spec, root: Path) -> Data:
     graders = _build_graders(spec, root)
     table = read_table(root, spec.items, "items")

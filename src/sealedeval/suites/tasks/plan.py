@@ -42,6 +42,20 @@ SEED_KEY = "_seed"
 """The item record's derived seed (from the suite seed and the item id)."""
 
 
+AUDIT_DRAW = "human_audit"
+"""The label mixed into each item's seed to order the items for the human-audit draw."""
+
+
+def audit_items(items: Sequence[Mapping[str, Any]], n: int) -> list[str]:
+    """The sealed human-audit subset: the ``n`` items first in the order of
+    ``derive_seed(item seed, AUDIT_DRAW)``, sorted by id. Item seeds derive from the project
+    seed and the rubric hash, so the subset is fixed by the seal and cannot be chosen after
+    the answers are seen; it is a simple random sample of the items (without replacement), as
+    prediction-powered inference assumes of its labelled set."""
+    order = sorted(items, key=lambda i: (derive_seed(i[SEED_KEY], AUDIT_DRAW), str(i["id"])))
+    return sorted(str(i["id"]) for i in order[:n])
+
+
 def judge_condition(gid: str, engine: str, order: str) -> str:
     return f"judge/{gid}/answers/{engine}/{order}"
 

@@ -74,6 +74,18 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
+class HumanAudit:
+    """``analysis.human_audit``: ``n`` items drawn from the rubric hash (``plan.audit_items``)
+    whose answers a person labels in the file ``labels`` (which may not exist at the seal: the
+    path and the size are pre-registered, the labels arrive after the run); the judge grader
+    ``grader`` is the one audited."""
+
+    n: int
+    labels: str
+    grader: str
+
+
+@dataclass(frozen=True)
 class Spec:
     suite: str
     section: Mapping[str, Any]
@@ -81,6 +93,7 @@ class Spec:
     primary: str
     comparisons: tuple[tuple[str, str], ...]
     hypotheses: tuple[Hypothesis, ...]
+    human_audit: HumanAudit | None = None
 
     def key(self, k: str) -> str:
         return f"suites.{self.suite}.{k}"
@@ -238,7 +251,25 @@ def parse(name: str, section: Mapping[str, Any]) -> Spec:
         )
     comparisons = _comparisons(key, analysis.get("comparisons", "all"), answering)
     hypotheses = _hypotheses(key, analysis, answering)
-    return Spec(name, dict(section), graders, primary, comparisons, hypotheses)
+    audit = _human_audit(key, analysis.get("human_audit"), graders)
+    return Spec(name, dict(section), graders, primary, comparisons, hypotheses, audit)
+
+
+def _human_audit(
+    key: str, raw: Mapping[str, Any] | None, graders: tuple[GraderEntry, ...]
+) -> HumanAudit | None:
+    if not raw:
+        return None
+    judges = [g.id for g in graders if g.name == "judge"]
+    if not judges:
+        raise UserError(f"{key}.analysis.human_audit: needs a judge grader (the one it audits)")
+    gid = str(raw.get("grader") or judges[0])
+    if gid not in judges:
+        raise UserError(
+            f"{key}.analysis.human_audit.grader: {gid!r} is not a judge grader "
+            f"({', '.join(judges)})"
+        )
+    return HumanAudit(int(raw["n"]), str(raw["labels"]), gid)
 
 
 def _comparisons(key: str, raw: Any, answering: list[str]) -> tuple[tuple[str, str], ...]:

@@ -179,8 +179,13 @@ class TasksSuite:
         cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
         from sealedeval.seal.design import sealed_pairs
 
+        d = self._data(cfg.root)
+        labels = None
+        if self.spec.human_audit is not None:
+            subset = set(plan.audit_items(items, self.spec.human_audit.n))
+            labels = data.load_audit_labels(self.spec, cfg.root, d.where, subset)
         return analysis.analyze(
-            self._data(cfg.root), items, graded, rows, sealed=sealed_pairs(cfg, self.name)
+            d, items, graded, rows, sealed=sealed_pairs(cfg, self.name), audit_labels=labels
         )
 
     # -- presentation (not sealed: present/ is outside the sealed *.py glob) ----------------

@@ -401,6 +401,7 @@ def _judges(a: Mapping[str, Any], lab: Label) -> list[str]:
                     + ".",
                     "",
                 ]
+        out += _judge_ppi(e, lab(eng))
         pos, verb = j.get("position"), j.get("verbosity")
         if pos:
             rows = [["position", *_pair_row(pos, "CORRECT")]]
@@ -427,6 +428,55 @@ def _judges(a: Mapping[str, Any], lab: Label) -> list[str]:
                 "",
             ]
     return out
+
+
+def _ci(r: Mapping[str, Any]) -> str:
+    return (
+        f"{pct(r['estimate'])} [{num(100 * r['lo'], 1)}, {num(100 * r['hi'], 1)}]"
+        if r.get("estimate") is not None and r.get("lo") is not None
+        else "n/a"
+    )
+
+
+def _judge_ppi(e: Mapping[str, Any], shown: str) -> list[str]:
+    """The judge's transcript PASS rate beside the human rate on the labels and the PPI
+    correction (``plan.judge_ppi``)."""
+    rows, caveat = [], ""
+    for b, entry in sorted((e.get("branches") or {}).items()):
+        p = (entry.get("judge") or {}).get("ppi")
+        if not p:
+            continue
+        caveat = p.get("assumption", "")
+        rows.append(
+            [
+                b,
+                f"{entry['judge']['pass']['k']}/{p['n_unlabelled']} = {_ci(p['judge'])}",
+                f"{p['n_labelled']} labels: {_ci(p['classical'])}",
+                _ci(p["ppi"]),
+                num(p["ppi"]["estimate"] - p["judge"]["estimate"], 3),
+            ]
+        )
+    if not rows:
+        return []
+    return [
+        f"The judge's PASS rate on `{shown}`'s transcripts, corrected for its errors on the human "
+        "labels by prediction-powered inference (PPI, Angelopoulos et al. 2023: the judge's rate "
+        "minus its mean error on the labels; normal 95% intervals). The human rate is that of "
+        "the labelled answers, not of the transcripts, so PPI++'s tuned weight (which borrows "
+        f"it) is not used here. Assumption: {caveat}.",
+        "",
+        table(
+            [
+                "branch",
+                "judge PASS (raw)",
+                "human PASS (labelled answers)",
+                "PPI-corrected judge PASS [95%]",
+                "correction",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _pair_row(t: Mapping[str, Any], target: str) -> list[str]:

@@ -228,6 +228,60 @@ def _judges(a: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _est(iv: Mapping[str, Any]) -> str:
+    return f"{num(iv.get('estimate'))} {_ci(iv.get('lo'), iv.get('hi'))}"
+
+
+def _human_audit(a: Mapping[str, Any]) -> list[str]:
+    """The sealed human audit: judge rate, human rate, PPI++ estimate side by side."""
+    ha = a.get("human_audit") or {}
+    if not ha:
+        return []
+    out = [
+        "### Human audit of the judge",
+        "",
+        f"Sealed subset: {ha['n']} items drawn from the rubric hash ({', '.join(ha['items'])}); "
+        f"labels from `{ha['labels']}` ({ha['status']}). The judge `{ha['judge']}` "
+        f"(grader `{ha['grader']}`) graded every answer; a person labelled the subset's. "
+        "Prediction-powered inference (PPI++, Angelopoulos, Duchi & Zrnic 2024) corrects the "
+        "judge's rate by its errors on the labelled answers; normal 95% intervals. Effective n: "
+        "the human labels a human-only estimate would need for PPI++'s standard error.",
+        "",
+    ]
+    rows = []
+    for eng, s in (ha.get("engines") or {}).items():
+        p = s.get("ppi")
+        rows.append(
+            [
+                eng,
+                rate_ci(s["judge_pass"]),
+                f"{s['n_labelled']}/{s['n_subset_answers']}",
+                _est(p["classical"]) if p else "-",
+                _est(p["ppi_pp"]) if p else "-",
+                num(p["lam"], 2) if p else "-",
+                num(p["effective_n"], 1) if p else "-",
+                num(p["width_ratio"], 2) if p else "-",
+            ]
+        )
+    out += [
+        table(
+            [
+                "answers of",
+                "judge PASS (raw)",
+                "labelled",
+                "human PASS (subset)",
+                "PPI++ judge PASS",
+                "λ",
+                "effective n",
+                "width vs human-only",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    return out
+
+
 def _metrics(a: Mapping[str, Any], added: Collection[str]) -> list[str]:
     ms = a.get("metrics") or []
     if not ms:
@@ -292,6 +346,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
     out += _headline(a, added)
     out += _comparisons(a)
     out += _judges(a)
+    out += _human_audit(a)
     out += _metrics(a, added)
     out += _items(a, added)
     return "\n".join(out)
