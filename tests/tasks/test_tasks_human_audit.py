@@ -12,6 +12,7 @@ from tests.tasks._support import write_jsonl
 from tests.tasks.test_tasks_analysis import _metric, _row, _suite
 
 from sealedeval.errors import UserError
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext
 from sealedeval.suites.tasks.plan import audit_items
 
 JUDGE = {"name": "judge", "engine": "b", "rubric": "Right number."}
@@ -53,23 +54,30 @@ def test_the_subset_is_a_seeded_draw_of_n_items(tmp_path: Path) -> None:
     subset = audit_items(items, 6)
     assert len(subset) == 6 == len(set(subset)) and set(subset) <= {i["id"] for i in items}
     assert subset == audit_items(list(reversed(items)), 6)  # not the file order
-    reseeded = suite.generate(cfg, 6)  # another rubric hash → other item seeds
-    draws = {tuple(audit_items(suite.generate(cfg, s), 6)) for s in range(6, 12)}
+    reseeded = suite.generate(
+        GenerateContext(cfg=cfg, seed=6)
+    )  # another rubric hash → other item seeds
+    draws = {
+        tuple(audit_items(suite.generate(GenerateContext(cfg=cfg, seed=s)), 6))
+        for s in range(6, 12)
+    }
     assert len(draws) > 1 and audit_items(reseeded, 6) == audit_items(reseeded, 6)
 
 
 def test_awaiting_labels_reports_the_subset_and_no_correction(tmp_path: Path) -> None:
     suite, cfg, items = _audited(tmp_path)
     rows, _ = _rows(items)
-    graded = suite.grade(cfg, items, rows)
-    a = suite.analyze(cfg, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     ha = a["human_audit"]
     assert ha["status"] == "awaiting labels" and ha["items"] == audit_items(items, 6)
     assert "ppi" not in ha["engines"]["a"]
     assert not [m for m in a["metrics"] if m["metric"] == "judge_pass_ppi"]
     # no human_audit configured: no key at all (other suites' analysis files are unchanged)
     suite2, cfg2, items2 = _suite(tmp_path / "plain", graders=[{"name": "exact"}, JUDGE])
-    assert "human_audit" not in suite2.analyze(cfg2, items2, suite2.grade(cfg2, items2, rows), rows)
+    graded2 = suite2.grade(GradeContext(cfg=cfg2, items=items2, rows=rows))
+    a2 = suite2.analyze(AnalyzeContext(cfg=cfg2, items=items2, graded=graded2, rows=rows))
+    assert "human_audit" not in a2
 
 
 def test_ppi_on_the_labelled_subset_matches_the_formula(tmp_path: Path) -> None:
@@ -80,8 +88,8 @@ def test_ppi_on_the_labelled_subset_matches_the_formula(tmp_path: Path) -> None:
         tmp_path / "data/audit.jsonl",
         [{"item": i, "engine": "a", "label": "PASS" if truth[i] else "FAIL"} for i in subset],
     )
-    graded = suite.grade(cfg, items, rows)
-    a = suite.analyze(cfg, items, graded, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
+    a = suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     s = a["human_audit"]["engines"]["a"]
     judge = {it["id"]: (n < 10) for n, it in enumerate(items)}  # what b said
     y = np.array([float(truth[i]) for i in subset])
@@ -130,9 +138,9 @@ def test_a_bad_label_is_one_line_naming_file_and_line(
     }
     good = {"item": subset[1], "engine": "a", "label": "PASS"}
     write_jsonl(tmp_path / "data/audit.jsonl", [good, row])
-    graded = suite.grade(cfg, items, rows)
+    graded = suite.grade(GradeContext(cfg=cfg, items=items, rows=rows))
     with pytest.raises(UserError) as e:
-        suite.analyze(cfg, items, graded, rows)
+        suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows))
     msg = str(e.value)
     assert msg.startswith("data/audit.jsonl:2: ") and want in msg and "\n" not in msg
 
