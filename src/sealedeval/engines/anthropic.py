@@ -67,7 +67,13 @@ from sealedeval.config_types import EngineConfig
 from sealedeval.engines import batch as batchapi
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.engines.http import TEXT_IN_MESSAGE, TEXT_KEPT, retry_after
-from sealedeval.engines.openai_chat import OpenAIChatEngine, _canonical_response, _loads, _Reply
+from sealedeval.engines.openai_chat import (
+    OpenAIChatEngine,
+    _canonical_response,
+    _loads,
+    _Reply,
+    batch_identity,
+)
 from sealedeval.errors import UserError
 
 DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
@@ -428,14 +434,18 @@ class AnthropicEngine(OpenAIChatEngine):
 
     def identity(self) -> dict[str, Any]:
         x = self.config.extra
-        return self.config.public() | {
-            "api_key_env": self.config.api_key_env,
-            "anthropic_version": self.version,
-            "prompt_cache": self.cache_mode,
-            "json_output": self.json_output,
-            "price_cache_write_per_mtok": round(float(x["price_cache_write_per_mtok"]), 9),
-            "price_cache_read_per_mtok": round(float(x["price_cache_read_per_mtok"]), 9),
-        }
+        return (
+            self.config.public()
+            | {
+                "api_key_env": self.config.api_key_env,
+                "anthropic_version": self.version,
+                "prompt_cache": self.cache_mode,
+                "json_output": self.json_output,
+                "price_cache_write_per_mtok": round(float(x["price_cache_write_per_mtok"]), 9),
+                "price_cache_read_per_mtok": round(float(x["price_cache_read_per_mtok"]), 9),
+            }
+            | batch_identity(self.config)
+        )
 
     def _headers(self) -> dict[str, str]:
         key = self.config.api_key()

@@ -164,6 +164,10 @@ def openai_line_outcome(line: Mapping[str, Any]) -> batchapi.Outcome:
     )
 
 
+def batch_identity(cfg: EngineConfig) -> dict[str, Any]:
+    return {"batch": True} if cfg.extra.get("batch") else {}
+
+
 @engine_kind("openai_chat", Capabilities(json_schema=True, seeds=True))
 class OpenAIChatEngine:
     """Engine for any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, ...)."""
@@ -181,7 +185,9 @@ class OpenAIChatEngine:
         return self.config.model
 
     def identity(self) -> dict[str, Any]:
-        return self.config.public()
+        """The public config, and ``batch: true`` when answers come from the batch API (the
+        rows say how they were asked; a live engine's identity is unchanged)."""
+        return self.config.public() | batch_identity(self.config)
 
     def _headers(self) -> dict[str, str]:
         """The headers every call sends (kinds on the same transport add their own auth)."""
