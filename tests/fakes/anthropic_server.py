@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import socket
 import struct
 import sys
@@ -60,7 +61,16 @@ FAULTS: tuple[str, ...] = (
     "malformed",
     "reset",
 )
-_VALID = frozenset((*FAULTS, "ok"))
+EXPIRED = "expired"
+"""A fault only Message Batches show: the request's result is ``expired`` (live: answered)."""
+_VALID = frozenset((*FAULTS, "ok", EXPIRED))
+
+BATCH_MAX_REQUESTS = 100_000
+BATCH_MAX_BYTES = 256 * 1024 * 1024
+"""A Message Batch holds at most 100,000 requests or 256 MB
+(https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#batch-limitations)."""
+_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+BATCHES = "/v1/messages/batches"
 TOP_LEVEL = frozenset(
     {
         "model",
@@ -346,6 +356,25 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
 
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, payload, extra = fake._handle_get(self.path.split("?", 1)[0], headers)
+        if extra.get("content-type") == "application/binary":
+            extra = {k: v for k, v in extra.items() if k != "content-type"}
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/binary")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in extra.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+            except OSError:
+                self.close_connection = True
+            return
+        self._send(status, payload, extra)
+
     def do_POST(self) -> None:
         fake = self.server.fake
         n = int(self.headers.get("Content-Length") or 0)
@@ -379,6 +408,9 @@ class FakeAnthropic:
         min_cache_tokens: int = 0,
         key_in_errors: bool = False,
         model: str = "claude-fake",
+        batch_polls: int = 1,
+        batch_max_requests: int = BATCH_MAX_REQUESTS,
+        batch_max_bytes: int = BATCH_MAX_BYTES,
     ) -> None:
         for kind in [*script, *(k for q in (faults or {}).values() for k in q)]:
             if kind not in _VALID:
@@ -391,6 +423,12 @@ class FakeAnthropic:
         self.min_cache_tokens = min_cache_tokens
         self.key_in_errors = key_in_errors
         self.model = model
+        self.batch_polls = batch_polls
+        self.batch_max_requests = batch_max_requests
+        self.batch_max_bytes = batch_max_bytes
+        self.batch_hold = threading.Event()
+        """While set, no batch ends (a test kills its client meanwhile)."""
+        self.batches: dict[str, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self._cache: set[str] = set()
         self._lock = threading.Lock()
@@ -489,6 +527,8 @@ class FakeAnthropic:
                 )
 
         sent_key = headers.get("x-api-key", "")
+        if path.startswith(BATCHES):
+            return self._batch_post(path, headers, body, request_id, record)
         if path != "/v1/messages":
             record("error", 404)
             return self._error(404, "not_found_error", f"Not found: {path}", request_id)
@@ -531,6 +571,187 @@ class FakeAnthropic:
             return self._error(500, "api_error", f"responder failed: {e!r}", request_id)
         record(fault, 200)
         return 200, json.dumps(message).encode(), self._headers(request_id)
+
+    # -- Message Batches -------------------------------------------------------------------
+
+    def batch_creates(self) -> int:
+        """Batches created (``POST /v1/messages/batches`` answered 200)."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.path == BATCHES and r.status == 200)
+
+    def _auth_error(
+        self, headers: Mapping[str, str], request_id: str
+    ) -> tuple[int, bytes, dict[str, str]] | None:
+        bearer = headers.get("authorization", "").removeprefix("Bearer ")
+        # the official client (anthropic 2.x) sends the key as a bearer token, the engine as
+        # x-api-key: the batch endpoints take either
+        if self.api_key not in (headers.get("x-api-key", ""), bearer):
+            return self._error(401, "authentication_error", "invalid x-api-key", request_id)
+        if not headers.get("anthropic-version"):
+            return self._error(
+                400, "invalid_request_error", "anthropic-version: header is required", request_id
+            )
+        return None
+
+    def _batch_post(
+        self,
+        path: str,
+        headers: dict[str, str],
+        body: Any,
+        request_id: str,
+        record: Callable[[str, int], None],
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """``POST /v1/messages/batches`` (create) and ``.../{id}/cancel``."""
+        refused = self._auth_error(headers, request_id)
+        if refused is not None:
+            record("error", refused[0])
+            return refused
+        if path.endswith("/cancel"):
+            with self._lock:
+                b = self.batches.get(path.split("/")[4])
+                if b is not None and b["processing_status"] == "in_progress":
+                    b["processing_status"] = "canceling"
+                    b["cancel_initiated_at"] = RESET_AT
+            record("ok" if b else "error", 200 if b else 404)
+            if b is None:
+                return self._error(404, "not_found_error", f"Not found: {path}", request_id)
+            return 200, json.dumps(self._public(b)).encode(), self._headers(request_id)
+        reqs = body.get("requests") if isinstance(body, dict) else None
+        problem = ""
+        if not isinstance(reqs, list) or not reqs:
+            problem = "requests: at least one request is required"
+        elif len(reqs) > self.batch_max_requests:
+            problem = f"requests: at most {self.batch_max_requests} requests in a batch"
+        else:
+            ids = [r.get("custom_id") if isinstance(r, dict) else None for r in reqs]
+            bad = next((i for i in ids if not isinstance(i, str) or not _CUSTOM_ID.match(i)), "")
+            if bad != "":
+                problem = f"requests: custom_id {bad!r} must match ^[a-zA-Z0-9_-]{{1,64}}$"
+            elif len(set(ids)) != len(ids):
+                problem = "requests: custom_id values must be unique within a batch"
+            elif any(not isinstance(r.get("params"), dict) for r in reqs):
+                problem = "requests: every request needs params"
+        if not problem and len(json.dumps(body)) > self.batch_max_bytes:
+            record("error", 413)
+            return self._error(
+                413, "request_too_large", f"batch over {self.batch_max_bytes} bytes", request_id
+            )
+        if problem:
+            record("error", 400)
+            return self._error(400, "invalid_request_error", problem, request_id)
+        with self._lock:
+            batch_id = f"msgbatch_fake{len(self.batches) + 1:06d}"
+            b = {
+                "id": batch_id,
+                "type": "message_batch",
+                "processing_status": "in_progress",
+                "request_counts": {
+                    "processing": len(reqs),  # type: ignore[arg-type]
+                    "succeeded": 0,
+                    "errored": 0,
+                    "canceled": 0,
+                    "expired": 0,
+                },
+                "ended_at": None,
+                "created_at": "2026-01-01T00:00:00Z",
+                "expires_at": "2026-01-02T00:00:00Z",
+                "archived_at": None,
+                "cancel_initiated_at": None,
+                "results_url": None,
+                "_requests": reqs,
+                "_polls": 0,
+                "_results": b"",
+            }
+            self.batches[batch_id] = b
+        record("ok", 200)
+        return 200, json.dumps(self._public(b)).encode(), self._headers(request_id)
+
+    @staticmethod
+    def _public(b: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    def _handle_get(self, path: str, headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+        """``GET /v1/messages/batches/{id}`` (each poll may end it) and ``.../{id}/results``."""
+        with self._lock:
+            self._n += 1
+            request_id = f"req_fake{self._n:06d}"
+        refused = self._auth_error(headers, request_id)
+        parts = path.rstrip("/").split("/")
+        ok_path = path.startswith(BATCHES + "/") and len(parts) in (5, 6)
+        b = self.batches.get(parts[4]) if ok_path else None
+        status = refused[0] if refused else (200 if b is not None else 404)
+        with self._lock:
+            self.requests.append(
+                Recorded(path, headers, None, "ok" if status == 200 else "error", status)
+            )
+        if refused is not None:
+            return refused
+        if b is None:
+            return self._error(404, "not_found_error", f"Not found: {path}", request_id)
+        if len(parts) == 6:
+            if parts[5] != "results" or b["processing_status"] != "ended":
+                return self._error(404, "not_found_error", f"Not found: {path}", request_id)
+            return (
+                200,
+                b["_results"],
+                self._headers(request_id) | {"content-type": "application/binary"},
+            )
+        self._advance(b)
+        return 200, json.dumps(self._public(b)).encode(), self._headers(request_id)
+
+    def _advance(self, b: dict[str, Any]) -> None:
+        """One poll: after ``batch_polls`` of them (unless ``batch_hold``), every request is
+        answered and the batch has ``ended``."""
+        with self._lock:
+            b["_polls"] += 1
+            canceling = b["processing_status"] == "canceling"
+            if b["processing_status"] == "ended" or (
+                not canceling and (b["_polls"] < self.batch_polls or self.batch_hold.is_set())
+            ):
+                return
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        lines = []
+        for n, r in enumerate(b["_requests"]):
+            result = (
+                {"type": "canceled"}
+                if canceling
+                else self._batch_result(r["params"], f"{b['id']}_{n:06d}")
+            )
+            counts[result["type"]] += 1
+            lines.append(json.dumps({"custom_id": r["custom_id"], "result": result}))
+        with self._lock:
+            b["_results"] = ("\n".join(lines) + "\n").encode()
+            b["request_counts"] = counts
+            b["processing_status"] = "ended"
+            b["ended_at"] = RESET_AT
+            b["results_url"] = f"{self.base_url}{BATCHES}/{b['id']}/results"
+
+    def _batch_result(self, params: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """One request's ``result``: ``succeeded`` with its message, ``errored`` with the
+        error the live call would have got, or ``expired``."""
+
+        def errored(type_: str, message: str) -> dict[str, Any]:
+            return {
+                "type": "errored",
+                "error": {"type": "error", "error": {"type": type_, "message": message}},
+            }
+
+        try:
+            validate(params)
+        except InvalidRequest as e:
+            return errored("invalid_request_error", str(e))
+        fault = self._fault(params)
+        if fault == EXPIRED:
+            return {"type": "expired"}
+        if fault in _STATUS:
+            _, type_, message = _STATUS[fault]
+            return errored(type_, message)
+        if fault in ("malformed", "reset"):
+            return errored("api_error", "Internal server error")
+        return {
+            "type": "succeeded",
+            "message": self._message(params, request_id, cut=fault == "max_tokens"),
+        }
 
     def _usage(self, body: Mapping[str, Any]) -> dict[str, int]:
         segs = _segments(body)

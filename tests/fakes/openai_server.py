@@ -61,7 +61,19 @@ ALL_FAULTS: tuple[str, ...] = (
     "empty",
 )
 OK = "ok"
-_VALID_KINDS = frozenset((*ALL_FAULTS, OK))
+EXPIRED = "expired"
+"""A fault only the Batch API shows: the request is not run within the completion window (its
+error-file line says ``batch_expired``, the batch ends ``expired``); a live call answers."""
+_VALID_KINDS = frozenset((*ALL_FAULTS, OK, EXPIRED))
+
+#: The Batch API's limits (https://platform.openai.com/docs/guides/batch): requests per batch
+#: and bytes per input file.
+BATCH_MAX_REQUESTS = 50_000
+BATCH_MAX_BYTES = 200 * 1024 * 1024
+#: The status a batch moves through, one step per ``batch_polls`` polls.
+BATCH_STEPS = ("validating", "in_progress", "finalizing")
+_LINE_STATUS = {"rate_limit": 429, "server": 500, "unavailable": 503, "timeout": 500, "reset": 500}
+"""A live fault's HTTP status, as a batch line reports it (a batch has no connection to drop)."""
 
 #: Fixed ``created`` timestamp so responses are deterministic.
 CREATED = 1_700_000_000
@@ -200,6 +212,53 @@ def _position(token: str, logprob: float, top_n: int) -> dict[str, float]:
     ]
     cands.sort(key=lambda c: (-c[0], c[1]))
     return {tok: lp for lp, _, tok in cands[:top_n]}
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[bytes, str]]:
+    """The fields of a ``multipart/form-data`` body: name → (bytes, filename)."""
+    import email.parser
+    import email.policy
+
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+    )
+    out: dict[str, tuple[bytes, str]] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if isinstance(name, str):
+            data = part.get_payload(decode=True)
+            out[name] = (data if isinstance(data, bytes) else b"", part.get_filename() or "")
+    return out
+
+
+@dataclass
+class StoredFile:
+    """A file the fake holds: an upload, or a batch's output or error file."""
+
+    id: str
+    filename: str
+    purpose: str
+    data: bytes
+
+    def obj(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "file",
+            "bytes": len(self.data),
+            "created_at": CREATED,
+            "filename": self.filename,
+            "purpose": self.purpose,
+            "status": "processed",
+        }
+
+
+@dataclass
+class FakeBatch:
+    """A batch and where it stands: ``polls`` counts the status reads that advance it."""
+
+    obj: dict[str, Any]
+    lines: list[dict[str, Any]]
+    polls: int = 0
 
 
 def _error_body(message: str, type_: str, code: str | int | None) -> dict[str, Any]:
@@ -348,6 +407,8 @@ class _Handler(BaseHTTPRequestHandler):
                     ],
                 },
             )
+        elif path.startswith("/v1/batches/") or path.startswith("/v1/files/"):
+            self._batch_get(path)
         elif path == "/health":
             fake._record(path, self._headers(), None, OK)
             self._send_json(200, {"status": "ok"})
@@ -368,11 +429,80 @@ class _Handler(BaseHTTPRequestHandler):
             fake._record(path, self._headers(), None, "error")
             self._send_json(404, _error_body(f"Unknown path {path}", "not_found", 404))
 
+    def _authorized(self, path: str, body: dict[str, Any] | None) -> bool:
+        """With an ``api_key``, a request without it is answered 401 (and recorded)."""
+        fake = self.server.fake
+        headers = self._headers()
+        if fake.api_key is None or headers.get("authorization") == f"Bearer {fake.api_key}":
+            return True
+        fake._record(path, headers, body, "auth")
+        self._send_json(
+            401, _error_body("Incorrect API key provided", "invalid_request_error", None)
+        )
+        return False
+
+    def _batch_get(self, path: str) -> None:
+        """``GET /v1/batches/{id}`` (each poll may advance it) and ``GET /v1/files/{id}`` /
+        ``/v1/files/{id}/content``."""
+        fake = self.server.fake
+        if not self._authorized(path, None):
+            return
+        parts = path.split("/")
+        if parts[2] == "batches" and len(parts) == 4:
+            batch = fake._poll_batch(parts[3])
+            fake._record(path, self._headers(), None, OK if batch else "error")
+            if batch is None:
+                self._send_json(
+                    404, _error_body(f"No batch {parts[3]}", "invalid_request_error", None)
+                )
+            else:
+                self._send_json(200, batch)
+            return
+        found = fake.files.get(parts[3]) if len(parts) >= 4 else None
+        fake._record(path, self._headers(), None, OK if found else "error")
+        if found is None:
+            self._send_json(404, _error_body(f"No file {parts[-1]}", "invalid_request_error", None))
+        elif len(parts) == 5 and parts[4] == "content":
+            self._send(200, found.data, "application/octet-stream")
+        else:
+            self._send_json(200, found.obj())
+
+    def _upload(self, path: str, raw: bytes) -> None:
+        """``POST /v1/files`` (multipart: ``purpose`` and ``file``)."""
+        fake = self.server.fake
+        if not self._authorized(path, None):
+            return
+        fields = _multipart(self.headers.get("Content-Type", ""), raw)
+        purpose = fields.get("purpose", (b"", ""))[0].decode()
+        data, filename = fields.get("file", (b"", ""))
+        if purpose != "batch" or "file" not in fields:
+            fake._record(path, self._headers(), None, "error")
+            self._send_json(
+                400, _error_body("need a file and purpose 'batch'", "invalid_request_error", None)
+            )
+            return
+        if len(data) > fake.batch_max_bytes:
+            fake._record(path, self._headers(), None, "error")
+            self._send_json(
+                400,
+                _error_body(
+                    f"File is too large: {len(data)} bytes, the limit is {fake.batch_max_bytes}",
+                    "invalid_request_error",
+                    None,
+                ),
+            )
+            return
+        fake._record(path, self._headers(), {"purpose": purpose, "bytes": len(data)}, OK)
+        self._send_json(200, fake._add_file(data, filename or "upload.jsonl", purpose).obj())
+
     def _post(self) -> None:
         fake = self.server.fake
         path = self.path.split("?", 1)[0].rstrip("/")
         raw = self._read_body()
         headers = self._headers()
+        if path == "/v1/files":
+            self._upload(path, raw)
+            return
         body: dict[str, Any] | None = None
         try:
             parsed = json.loads(raw) if raw else None
@@ -381,6 +511,17 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         if path in ("/tokenize", "/detokenize") and body is not None:
             self._tokenizer(path, headers, body)
+            return
+        if path == "/v1/batches" or (path.startswith("/v1/batches/") and path.endswith("/cancel")):
+            if not self._authorized(path, body):
+                return
+            status, obj = (
+                fake._create_batch(body)
+                if path == "/v1/batches"
+                else fake._cancel(path.split("/")[3])
+            )
+            fake._record(path, headers, body, OK if status == 200 else "error")
+            self._send_json(status, obj)
             return
         legacy = path in ("/v1/completions", "/completions")
         if path not in ("/v1/chat/completions", "/chat/completions") and not legacy:
@@ -514,6 +655,9 @@ class FakeOpenAI:
         model: str = "fake-model",
         api_key: str | None = None,
         logprober: Logprober | None = None,
+        batch_polls: int = 1,
+        batch_max_requests: int = BATCH_MAX_REQUESTS,
+        batch_max_bytes: int = BATCH_MAX_BYTES,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
@@ -540,6 +684,14 @@ class FakeOpenAI:
         self.hang_s = hang_s
         self.model = model
         self.api_key = api_key
+
+        self.batch_polls = batch_polls
+        self.batch_max_requests = batch_max_requests
+        self.batch_max_bytes = batch_max_bytes
+        self.batch_hold = threading.Event()
+        """While set, no batch gets past ``in_progress`` (a test kills its client meanwhile)."""
+        self.files: dict[str, StoredFile] = {}
+        self.batches: dict[str, FakeBatch] = {}
 
         self.requests: list[Recorded] = []
         self.in_flight = 0
@@ -613,6 +765,215 @@ class FakeOpenAI:
             if fault is None:
                 return len(self.requests)
             return sum(1 for r in self.requests if r.fault == fault)
+
+    def batch_creates(self) -> int:
+        """Batches created (``POST /v1/batches`` answered 200)."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.path == "/v1/batches" and r.fault == OK)
+
+    # -- the Batch API (handler threads) -------------------------------------------------
+
+    def _add_file(self, data: bytes, filename: str, purpose: str) -> StoredFile:
+        with self._lock:
+            f = StoredFile(f"file-{len(self.files) + 1:06d}", filename, purpose, data)
+            self.files[f.id] = f
+        return f
+
+    def _create_batch(self, body: dict[str, Any] | None) -> tuple[int, dict[str, Any]]:
+        """``POST /v1/batches``: refused (400) for a bad request; a batch whose input file
+        breaks a rule is created and then ``failed`` with the rule in ``errors``, as OpenAI
+        reports validation."""
+        body = body or {}
+        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
+            return 400, _error_body(
+                "endpoint must be /v1/chat/completions and completion_window 24h",
+                "invalid_request_error",
+                None,
+            )
+        f = self.files.get(str(body.get("input_file_id")))
+        if f is None or f.purpose != "batch":
+            return 400, _error_body(
+                "input_file_id: no such batch file", "invalid_request_error", None
+            )
+        lines: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for n, raw in enumerate(f.data.splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                line = None
+            ok = (
+                isinstance(line, dict)
+                and isinstance(line.get("custom_id"), str)
+                and line.get("method") == "POST"
+                and line.get("url") == body["endpoint"]
+                and isinstance(line.get("body"), dict)
+            )
+            if not ok:
+                errors.append(
+                    {"code": "invalid_request", "message": "not a batch request line", "line": n}
+                )
+            elif line["custom_id"] in seen:  # type: ignore[index]
+                errors.append(
+                    {"code": "duplicate_custom_id", "message": "custom_id repeated", "line": n}
+                )
+            else:
+                seen.add(line["custom_id"])  # type: ignore[index]
+                lines.append(line)  # type: ignore[arg-type]
+        if len(lines) > self.batch_max_requests:
+            errors.append(
+                {
+                    "code": "too_many_requests",
+                    "message": f"{len(lines)} requests, the limit is {self.batch_max_requests}",
+                    "line": None,
+                }
+            )
+        with self._lock:
+            batch_id = f"batch_{len(self.batches) + 1:06d}"
+            obj: dict[str, Any] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "errors": {"object": "list", "data": errors} if errors else None,
+                "input_file_id": f.id,
+                "completion_window": "24h",
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": CREATED,
+                "in_progress_at": None,
+                "expires_at": CREATED + 86400,
+                "finalizing_at": None,
+                "completed_at": None,
+                "failed_at": None,
+                "expired_at": None,
+                "cancelling_at": None,
+                "cancelled_at": None,
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+            }
+            self.batches[batch_id] = FakeBatch(obj, lines)
+        return 200, dict(obj)
+
+    def _cancel(self, batch_id: str) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            b = self.batches.get(batch_id)
+            if b is None:
+                return 404, _error_body(f"No batch {batch_id}", "invalid_request_error", None)
+            if b.obj["status"] in ("validating", "in_progress"):
+                b.obj["status"] = "cancelling"
+                b.obj["cancelling_at"] = CREATED
+            return 200, dict(b.obj)
+
+    def _poll_batch(self, batch_id: str) -> dict[str, Any] | None:
+        """The batch, one step further every ``batch_polls`` reads (not past ``in_progress``
+        while ``batch_hold`` is set); finishing runs every line."""
+        with self._lock:
+            b = self.batches.get(batch_id)
+            if b is None:
+                return None
+            b.polls += 1
+            st = b.obj["status"]
+            if st == "cancelling":
+                b.obj["status"], b.obj["cancelled_at"] = "cancelled", CREATED
+                finish = "cancelled"
+            elif st in BATCH_STEPS and b.polls >= self.batch_polls:
+                if st == "in_progress" and self.batch_hold.is_set():
+                    return dict(b.obj)
+                b.polls = 0
+                if st == "validating" and b.obj["errors"]:
+                    b.obj["status"], b.obj["failed_at"] = "failed", CREATED
+                    return dict(b.obj)
+                nxt = BATCH_STEPS.index(st) + 1
+                if nxt < len(BATCH_STEPS):
+                    b.obj["status"] = BATCH_STEPS[nxt]
+                    b.obj["in_progress_at"] = CREATED
+                    return dict(b.obj)
+                finish = "completed"
+            else:
+                return dict(b.obj)
+        self._finish_batch(b, finish)
+        with self._lock:
+            return dict(b.obj)
+
+    def _finish_batch(self, b: FakeBatch, how: str) -> None:
+        """Answer every line (``how``: completed, or cancelled: none answered) into the output
+        and error files; an expired line makes the whole batch ``expired``."""
+        out: list[bytes] = []
+        err: list[bytes] = []
+        expired = False
+        for n, line in enumerate(b.lines):
+            key, body = line["custom_id"], line["body"]
+            rid = f"req_{b.obj['id']}_{n:06d}"
+            fault = EXPIRED if how == "cancelled" else self._choose_fault(body)
+            if fault == EXPIRED:
+                expired = expired or how != "cancelled"
+                code, msg = (
+                    ("batch_cancelled", "This request was cancelled.")
+                    if how == "cancelled"
+                    else (
+                        "batch_expired",
+                        "This request could not be executed before the completion window expired.",
+                    )
+                )
+                rec = {
+                    "id": rid,
+                    "custom_id": key,
+                    "response": None,
+                    "error": {"code": code, "message": msg},
+                }
+                err.append(json.dumps(rec).encode())
+                continue
+            status = _LINE_STATUS.get(fault, 200)
+            if status != 200:
+                ebody = (
+                    _error_body(
+                        "Rate limit reached (fake)", "rate_limit_error", "rate_limit_exceeded"
+                    )
+                    if status == 429
+                    else _error_body(f"fake batch line fault {fault}", "server_error", None)
+                )
+                rec = {
+                    "id": rid,
+                    "custom_id": key,
+                    "response": {"status_code": status, "request_id": rid, "body": ebody},
+                    "error": None,
+                }
+                err.append(json.dumps(rec).encode())
+                continue
+            obj = self._completion(body, truncated=fault == "truncated")
+            if fault in ("malformed", "html", "empty"):
+                obj["choices"] = []
+            rec = {
+                "id": rid,
+                "custom_id": key,
+                "response": {"status_code": 200, "request_id": rid, "body": obj},
+                "error": None,
+            }
+            out.append(json.dumps(rec).encode())
+        st = "cancelled" if how == "cancelled" else ("expired" if expired else "completed")
+        files = {
+            "output_file_id": self._add_file(
+                b"\n".join(out) + b"\n", "output.jsonl", "batch_output"
+            )
+            if out
+            else None,
+            "error_file_id": self._add_file(b"\n".join(err) + b"\n", "errors.jsonl", "batch_output")
+            if err
+            else None,
+        }
+        with self._lock:
+            b.obj.update({k: (v.id if v else None) for k, v in files.items()})
+            b.obj["status"] = st
+            b.obj[f"{st}_at"] = CREATED
+            b.obj["request_counts"] = {
+                "total": len(b.lines),
+                "completed": len(out),
+                "failed": len(err),
+            }
 
     # -- internals (called from handler threads) ----------------------------------------
 

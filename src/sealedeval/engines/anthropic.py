@@ -64,15 +64,23 @@ from typing import Any, Final
 
 from sealedeval.canonical import compact
 from sealedeval.config_types import EngineConfig
+from sealedeval.engines import batch as batchapi
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.engines.http import TEXT_IN_MESSAGE, TEXT_KEPT, retry_after
-from sealedeval.engines.openai_chat import OpenAIChatEngine, _canonical_response, _loads
+from sealedeval.engines.openai_chat import (
+    OpenAIChatEngine,
+    _canonical_response,
+    _loads,
+    _Reply,
+    batch_identity,
+)
 from sealedeval.errors import UserError
 
 DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
 DEFAULT_VERSION: Final = "2023-06-01"
 """The ``anthropic-version`` the Messages API documents (https://docs.anthropic.com/en/api/versioning)."""
 DEFAULT_MAX_TOKENS: Final = 1024
+BATCHES_PATH: Final = "/v1/messages/batches"
 CACHE_WRITE_MULTIPLIER: Final = 1.25
 """A 5-minute cache write costs 1.25× the base input price (prompt-caching docs, "Pricing")."""
 CACHE_READ_MULTIPLIER: Final = 0.1
@@ -381,6 +389,22 @@ def classify(status: int, headers: Mapping[str, str], text: str) -> EngineError:
     return EngineError("refused", f"HTTP {status} {said}"[:500], response=info)
 
 
+ERROR_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""The HTTP status of each error type (https://docs.anthropic.com/en/api/errors): a batch's
+``errored`` result carries only the type, and is classified as the live call's status would be."""
+BATCH_RESULT_KINDS: Final = {"canceled": batchapi.CANCELLED, "expired": batchapi.EXPIRED}
+
+
 @engine_kind("anthropic", _capabilities)
 class AnthropicEngine(OpenAIChatEngine):
     """Anthropic's Messages API over the same aiohttp/httpx transport as ``openai_chat``."""
@@ -410,14 +434,18 @@ class AnthropicEngine(OpenAIChatEngine):
 
     def identity(self) -> dict[str, Any]:
         x = self.config.extra
-        return self.config.public() | {
-            "api_key_env": self.config.api_key_env,
-            "anthropic_version": self.version,
-            "prompt_cache": self.cache_mode,
-            "json_output": self.json_output,
-            "price_cache_write_per_mtok": round(float(x["price_cache_write_per_mtok"]), 9),
-            "price_cache_read_per_mtok": round(float(x["price_cache_read_per_mtok"]), 9),
-        }
+        return (
+            self.config.public()
+            | {
+                "api_key_env": self.config.api_key_env,
+                "anthropic_version": self.version,
+                "prompt_cache": self.cache_mode,
+                "json_output": self.json_output,
+                "price_cache_write_per_mtok": round(float(x["price_cache_write_per_mtok"]), 9),
+                "price_cache_read_per_mtok": round(float(x["price_cache_read_per_mtok"]), 9),
+            }
+            | batch_identity(self.config)
+        )
 
     def _headers(self) -> dict[str, str]:
         key = self.config.api_key()
@@ -471,6 +499,98 @@ class AnthropicEngine(OpenAIChatEngine):
             body["tools"] = tools
         apply_cache(body, self.cache_mode)
         return body, answer, wrapped
+
+    # -- Message Batches (https://docs.anthropic.com/en/api/creating-message-batches) -------
+
+    def batch_status_error(self, resp: _Reply) -> EngineError:
+        return classify(resp.status, resp.headers, self.scrub(resp.text))
+
+    def batch_options(self) -> batchapi.BatchOptions:
+        return batchapi.batch_options(
+            self.config,
+            batchapi.BatchLimits(batchapi.ANTHROPIC_MAX_REQUESTS, batchapi.ANTHROPIC_MAX_BYTES),
+        )
+
+    def batch_line(self, request: Request) -> batchapi.BatchLine:
+        """``{"custom_id": KEY, "params": BODY}``: the body a live call would POST."""
+        body, _, _ = self.messages_body(request)
+        return batchapi.BatchLine(
+            request.request_key,
+            compact_body({"custom_id": request.request_key, "params": body}),
+        )
+
+    async def batch_submit(self, lines: Sequence[batchapi.BatchLine]) -> str:
+        data = b'{"requests":[' + b",".join(line.data for line in lines) + b"]}"
+        made = await self._json("POST", self.base_url + BATCHES_PATH, data)
+        if not made.get("id"):
+            raise EngineError("malformed", "POST /v1/messages/batches: no batch id", response=made)
+        return str(made["id"])
+
+    async def batch_poll(self, batch_id: str) -> batchapi.BatchStatus:
+        doc = await self._json("GET", f"{self.base_url}{BATCHES_PATH}/{batch_id}")
+        state = str(doc.get("processing_status") or "")
+        counts = {k: int(v or 0) for k, v in (doc.get("request_counts") or {}).items()}
+        failed = counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0)
+        done = counts.get("succeeded", 0) + failed
+        url = doc.get("results_url")
+        return batchapi.BatchStatus(
+            id=batch_id,
+            state=state,
+            ended=state == "ended",
+            done=done,
+            total=done + counts.get("processing", 0),
+            failed=failed,
+            refs=(str(url),) if url else (),
+        )
+
+    async def batch_results(
+        self, status: batchapi.BatchStatus, requests: dict[str, Request]
+    ) -> dict[str, batchapi.Outcome]:
+        """The ``results_url``'s JSONL, one ``{custom_id, result}`` a line."""
+        out: dict[str, batchapi.Outcome] = {}
+        for url in status.refs:
+            resp = await self._call("GET", url)
+            if resp.status >= 400:
+                raise self.batch_status_error(resp)
+            text = self.scrub(resp.text)
+            for n, raw in enumerate(text.splitlines(), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    line = None
+                if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+                    raise EngineError(
+                        "malformed",
+                        f"batch {status.id}: results line {n} is not a result",
+                        response={"text": raw[:TEXT_KEPT]},
+                    )
+                key = line["custom_id"]
+                if key in requests:
+                    out[key] = self.batch_outcome(line.get("result"), requests[key])
+        return out
+
+    def batch_outcome(self, result: Any, request: Request) -> batchapi.Outcome:
+        """One ``result`` → the completion, or the error the live call would have raised
+        (``errored``: by its error type's status), or ``cancelled`` / ``expired``."""
+        kind = result.get("type") if isinstance(result, dict) else None
+        if kind == "succeeded" and isinstance(result, dict):
+            message = result.get("message")
+            try:
+                _, answer, wrapped = self.messages_body(request)
+                return parse_message(message, compact(message), answer=answer, wrapped=wrapped)
+            except EngineError as e:
+                return e
+        if kind == "errored" and isinstance(result, dict):
+            raw = result.get("error")
+            doc: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            inner: dict[str, Any] = doc["error"] if isinstance(doc.get("error"), dict) else doc
+            status = ERROR_STATUS.get(str(inner.get("type") or ""), 500)
+            return classify(status, {}, json.dumps(doc, ensure_ascii=False))
+        if kind in BATCH_RESULT_KINDS:
+            return EngineError(BATCH_RESULT_KINDS[str(kind)], f"batch: request {kind}")
+        return EngineError("malformed", f"batch: result type {kind!r}", response={"raw": result})
 
     async def complete(self, request: Request) -> Completion:
         if self._session is None and self._client is None:

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
 from sealedeval.canonical import compact
 from sealedeval.config_types import EngineConfig
+from sealedeval.engines import batch as batchapi
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
-from sealedeval.engines.http import status_error, transport_error
+from sealedeval.engines.http import TEXT_KEPT, status_error, transport_error
 
 if TYPE_CHECKING:
     import aiohttp
@@ -120,6 +122,52 @@ def parse_completion(body: Any, response_json: str = "") -> Completion:
     return comp
 
 
+BATCH_ENDPOINT: Final = "/v1/chat/completions"
+BATCH_WINDOW: Final = "24h"
+"""The one completion window the Batch API offers."""
+OPENAI_ENDED: Final = frozenset({"completed", "failed", "expired", "cancelled"})
+"""Batch statuses after which nothing changes (``validating``, ``in_progress``,
+``finalizing``, ``cancelling`` are on the way)."""
+OPENAI_MISSING: Final = {
+    "expired": batchapi.EXPIRED,
+    "cancelled": batchapi.CANCELLED,
+    "failed": "refused",
+}
+"""The error kind of a request an ended batch returned no line for, by the batch's status (a
+failed batch did not pass validation: asking again would fail again)."""
+OPENAI_LINE_ERRORS: Final = {
+    "batch_expired": batchapi.EXPIRED,
+    "batch_cancelled": batchapi.CANCELLED,
+}
+
+
+def openai_line_outcome(line: Mapping[str, Any]) -> batchapi.Outcome:
+    """One output- or error-file line → the completion, or the error a live call would have
+    raised for the same status and body (``response.status_code``), or for a line without a
+    response its ``error.code`` (``batch_expired`` → expired, other codes → refused)."""
+    resp = line.get("response")
+    if isinstance(resp, dict) and isinstance(resp.get("status_code"), int):
+        status, body = int(resp["status_code"]), resp.get("body")
+        if status >= 400:
+            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            return status_error(status, {}, text)
+        try:
+            return parse_completion(body, compact(body) if isinstance(body, dict) else "")
+        except EngineError as e:
+            return e
+    raw_err = line.get("error")
+    err: dict[str, Any] = raw_err if isinstance(raw_err, dict) else {}
+    code = str(err.get("code") or "")
+    message = str(err.get("message") or "no response and no error in the batch's line")
+    return EngineError(
+        OPENAI_LINE_ERRORS.get(code, "refused"), f"batch: {code}: {message}"[:500], response=err
+    )
+
+
+def batch_identity(cfg: EngineConfig) -> dict[str, Any]:
+    return {"batch": True} if cfg.extra.get("batch") else {}
+
+
 @engine_kind("openai_chat", Capabilities(json_schema=True, seeds=True))
 class OpenAIChatEngine:
     """Engine for any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, ...)."""
@@ -137,7 +185,9 @@ class OpenAIChatEngine:
         return self.config.model
 
     def identity(self) -> dict[str, Any]:
-        return self.config.public()
+        """The public config, and ``batch: true`` when answers come from the batch API (the
+        rows say how they were asked; a live engine's identity is unchanged)."""
+        return self.config.public() | batch_identity(self.config)
 
     def _headers(self) -> dict[str, str]:
         """The headers every call sends (kinds on the same transport add their own auth)."""
@@ -226,6 +276,159 @@ class OpenAIChatEngine:
         except (TimeoutError, httpx.TransportError) as e:
             raise transport_error(e, self.config.timeout_s) from e
         return _Reply(resp.status_code, resp.headers, resp.content)
+
+    async def _call(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> _Reply:
+        """One request of the batch protocol (upload, create, poll, download) on the engine's
+        transport; transport failures classified like a chat call's, statuses by the caller."""
+        if self._session is None and self._client is None:
+            await self.start()
+        if self._session is not None:
+            try:
+                async with self._session.request(method, url, data=data, headers=headers) as r:
+                    return _Reply(r.status, r.headers, await r.read())
+            except self._transport_errors as e:
+                raise transport_error(e, self.config.timeout_s) from e
+        import httpx
+
+        assert self._client is not None
+        try:
+            resp = await self._client.request(method, url, content=data, headers=headers)
+        except (TimeoutError, httpx.TransportError) as e:
+            raise transport_error(e, self.config.timeout_s) from e
+        return _Reply(resp.status_code, resp.headers, resp.content)
+
+    async def _json(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """``_call`` whose answer must be a JSON object (an error status or anything else is
+        the classified error)."""
+        resp = await self._call(method, url, data, headers)
+        if resp.status >= 400:
+            raise self.batch_status_error(resp)
+        try:
+            doc = _loads(resp.content)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise EngineError(
+                "malformed",
+                f"{method} {url}: HTTP {resp.status} with a body that is not a JSON object",
+                response={"status": resp.status, "text": resp.text[:TEXT_KEPT]},
+            )
+        return doc
+
+    def batch_status_error(self, resp: _Reply) -> EngineError:
+        return status_error(resp.status, resp.headers, resp.text)
+
+    # -- the Batch API (https://platform.openai.com/docs/guides/batch) -------------------
+
+    def batch_options(self) -> batchapi.BatchOptions:
+        return batchapi.batch_options(
+            self.config,
+            batchapi.BatchLimits(batchapi.OPENAI_MAX_REQUESTS, batchapi.OPENAI_MAX_BYTES),
+        )
+
+    def batch_line(self, request: Request) -> batchapi.BatchLine:
+        """``{"custom_id": KEY, "method": "POST", "url": "/v1/chat/completions", "body": ...}``
+        with the very body a live call would POST."""
+        head = _encode_body(
+            {"custom_id": request.request_key, "method": "POST", "url": BATCH_ENDPOINT}
+        )
+        return batchapi.BatchLine(
+            request.request_key, (head[:-1] + ',"body":').encode() + self.body(request) + b"}\n"
+        )
+
+    async def batch_submit(self, lines: Sequence[batchapi.BatchLine]) -> str:
+        """Upload the lines as a JSONL file (``purpose: batch``), then create the batch."""
+        boundary = f"sealedeval-{uuid.uuid4().hex}"
+        data = b"".join(
+            [
+                f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n'
+                f"batch\r\n--{boundary}\r\n"
+                'Content-Disposition: form-data; name="file"; filename="batch.jsonl"\r\n'
+                "Content-Type: application/jsonl\r\n\r\n".encode(),
+                *(line.data for line in lines),
+                f"\r\n--{boundary}--\r\n".encode(),
+            ]
+        )
+        up = await self._json(
+            "POST",
+            self.base_url + "/files",
+            data,
+            {"content-type": f"multipart/form-data; boundary={boundary}"},
+        )
+        body = {
+            "input_file_id": str(up.get("id", "")),
+            "endpoint": BATCH_ENDPOINT,
+            "completion_window": BATCH_WINDOW,
+        }
+        made = await self._json("POST", self.base_url + "/batches", _encode_body(body).encode())
+        if not made.get("id"):
+            raise EngineError("malformed", "POST /batches: no batch id", response=made)
+        return str(made["id"])
+
+    async def batch_poll(self, batch_id: str) -> batchapi.BatchStatus:
+        doc = await self._json("GET", f"{self.base_url}/batches/{batch_id}")
+        state = str(doc.get("status") or "")
+        counts = doc.get("request_counts") or {}
+        errors = (doc.get("errors") or {}).get("data") or []
+        said = "; ".join(
+            f"{e.get('code')}: {e.get('message')}"
+            + (f" (line {e['line']})" if e.get("line") else "")
+            for e in errors
+            if isinstance(e, dict)
+        )
+        refs = tuple(str(doc[f]) for f in ("output_file_id", "error_file_id") if doc.get(f))
+        return batchapi.BatchStatus(
+            id=batch_id,
+            state=state,
+            ended=state in OPENAI_ENDED,
+            done=int(counts.get("completed") or 0) + int(counts.get("failed") or 0),
+            total=int(counts.get("total") or 0),
+            failed=int(counts.get("failed") or 0),
+            error=f"batch {batch_id} {state}: {said or 'no reason given'}"
+            if state == "failed"
+            else "",
+            kind_if_missing=OPENAI_MISSING.get(state, "server"),
+            refs=refs,
+        )
+
+    async def batch_results(
+        self, status: batchapi.BatchStatus, requests: dict[str, Request]
+    ) -> dict[str, batchapi.Outcome]:
+        """The output file's and the error file's lines, by ``custom_id``."""
+        out: dict[str, batchapi.Outcome] = {}
+        for file_id in status.refs:
+            resp = await self._call("GET", f"{self.base_url}/files/{file_id}/content")
+            if resp.status >= 400:
+                raise self.batch_status_error(resp)
+            for n, raw in enumerate(resp.content.splitlines(), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = _loads(raw)
+                except ValueError:
+                    line = None
+                if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+                    raise EngineError(
+                        "malformed",
+                        f"batch {status.id}: file {file_id} line {n} is not a result line",
+                        response={"text": raw[:TEXT_KEPT].decode("utf-8", "replace")},
+                    )
+                key = line["custom_id"]
+                if key in requests:
+                    out[key] = openai_line_outcome(line)
+        return out
 
     async def complete(self, request: Request) -> Completion:
         if self._session is None and self._client is None:

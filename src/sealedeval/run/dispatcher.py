@@ -33,7 +33,7 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -41,7 +41,9 @@ from sealedeval._version import __version__
 from sealedeval.canonical import compact
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Completion, Engine, EngineError, Request
+from sealedeval.engines.batch import BATCH_PRICE_FACTOR
 from sealedeval.errors import UserError
+from sealedeval.run.batch import BatchAnswer
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import (
     DEFAULT_RETRY_AFTER_MAX_S,
@@ -114,6 +116,16 @@ def cost_usd(
     return (total + tokens_out * cfg.price_out_per_mtok) / 1e6
 
 
+def retry_policy(cfg: EngineConfig) -> RetryPolicy:
+    """The engine's retry policy (its ``max_retries``, backoff and Retry-After ceiling)."""
+    return RetryPolicy(
+        cfg.max_retries,
+        cfg.backoff_base_s,
+        cfg.backoff_max_s,
+        float(cfg.extra.get("retry_after_max_s", DEFAULT_RETRY_AFTER_MAX_S)),
+    )
+
+
 def key_scrubber(cfg: EngineConfig) -> Callable[[str], str]:
     """A function that writes the engine's API key, wherever a server echoed it, as ``***``
     (identity when the engine has no key, or an unset key variable: no call would carry it)."""
@@ -142,11 +154,16 @@ class Dispatcher:
         status: IO[str] | None = None,
         label: str | None = None,
         breaker: CircuitBreaker | None = None,
+        served: Mapping[str, BatchAnswer] | None = None,
     ) -> None:
         """``progress``: the tqdm bar on stderr; ``status``: a stream for throttled one-line
         status reports (``run.progress.StatusLines``), labelled ``label`` (default
         ``suite/engine``); ``breaker``: the run's circuit breaker (shared by a run's phases;
-        default: a new one per ``run``)."""
+        default: a new one per ``run``); ``served``: answers a batch API already gave, by
+        request key (``run.batch``): a request's first call is served from it instead of
+        made, its row priced at ``BATCH_PRICE_FACTOR`` and its attempts the batches that
+        asked it."""
+        self.served = served
         self.engine = engine
         self.status = status
         self.label = label
@@ -155,12 +172,7 @@ class Dispatcher:
         self.seal = seal
         self.solver = solver
         self.progress = progress
-        self.policy = RetryPolicy(
-            self.cfg.max_retries,
-            self.cfg.backoff_base_s,
-            self.cfg.backoff_max_s,
-            float(self.cfg.extra.get("retry_after_max_s", DEFAULT_RETRY_AFTER_MAX_S)),
-        )
+        self.policy = retry_policy(self.cfg)
         self._bar: Any = None
         self.scrub = key_scrubber(self.cfg)
         self.given_breaker = breaker
@@ -218,8 +230,19 @@ class Dispatcher:
             self._waiting(req, wait, e, attempt)
 
         breaker = self.breaker
+        batched = self.served.get(req.request_key) if self.served is not None else None
+        price = [1.0]
 
         async def call(r: Request) -> Completion:
+            if batched is not None and r is req:  # the solver's own request, answered batched
+                attempts.n += batched.batches
+                price[0] = BATCH_PRICE_FACTOR
+                if isinstance(batched.outcome, EngineError):
+                    raise batched.outcome
+                c = batched.outcome
+                cache[0] += c.cache_write_tokens
+                cache[1] += c.cache_read_tokens
+                return c
             c = await with_retries(
                 lambda: engine.complete(r),
                 policy,
@@ -271,7 +294,7 @@ class Dispatcher:
             stats.ok += 1
         if row["status"] != "ok":
             cache = [0, 0]  # an error row records no tokens, so no cache tokens either
-        row["cost_usd"] = cost_usd(
+        row["cost_usd"] = price[0] * cost_usd(
             self.cfg, row["tokens_in"], row["tokens_out"], cache[0], cache[1]
         )
         self.writer.append(row)

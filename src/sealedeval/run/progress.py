@@ -20,7 +20,8 @@ the ledger's short reason, e.g. ``failed: unreachable: connection refused``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import IO, Any, Final, Protocol
 
@@ -263,3 +264,42 @@ def status_table(rows: list[list[str]]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+class _Batch(Protocol):
+    """What a batch status line reads of ``engines.batch.BatchStatus``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+
+
+BATCHES_SHOWN: Final = 4
+"""Batches named one by one on a batch status line; the rest are summed by state."""
+
+
+def batch_line(batches: Sequence[_Batch]) -> str:
+    """The batches of a run as one line: ``batch_abc in_progress 40/100 (failed 2), ...``
+    (the provider's own state words), "" when there are none."""
+    if not batches:
+        return ""
+    parts = []
+    for b in batches[:BATCHES_SHOWN]:
+        failed = f" (failed {b.failed})" if b.failed else ""
+        parts.append(f"{b.id} {b.state} {b.done}/{b.total}{failed}")
+    rest = batches[BATCHES_SHOWN:]
+    if rest:
+        by_state = Counter(b.state for b in rest)
+        parts.append(
+            f"{len(rest)} more (" + ", ".join(f"{s} {n}" for s, n in sorted(by_state.items())) + ")"
+        )
+    done = sum(b.done for b in batches)
+    total = sum(b.total for b in batches)
+    return f"batches: {done}/{total} done; " + ", ".join(parts)

@@ -35,7 +35,8 @@ from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.keys import suite_seed
 from sealedeval.plugins import FollowupContext, RequestContext, Suite, get_suite, hook
-from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso
+from sealedeval.run import batch
+from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso, retry_policy
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import CircuitBreaker, Trip
 from sealedeval.seal import lock
@@ -294,6 +295,15 @@ def _run_suite(
     # Parts of 16, 32, 64, ... up to 8192 rows, or every 2 s: see RawWriter.
     writer = RawWriter(out_dir, flush_rows=flush_rows, max_rows=max_part_rows)
     breaker = CircuitBreaker(scrub=key_scrubber(ecfg))  # one per run: phase 2 shares it
+    label = f"{suite_name}/{engine_name}" + (f" shard {shard[0] + 1}/{shard[1]}" if shard else "")
+    batcher = batch.batcher_for(  # None unless the engine says ``batch: true``
+        engine,
+        out_dir / batch.state_name(shard),
+        p.seal.rubric_sha256,
+        retry_policy(ecfg),
+        lambda line: _say(f"{label}: {line}", status),
+        now_iso,
+    )
 
     def followups() -> list[Request]:
         """Phase 2 (e.g. a judge grading this engine's transcripts): requests derived from the
@@ -326,11 +336,13 @@ def _run_suite(
                         progress,
                         followups if todo else lambda: later,
                         status=status,
-                        label=f"{suite_name}/{engine_name}"
-                        + (f" shard {shard[0] + 1}/{shard[1]}" if shard else ""),
+                        label=label,
                         breaker=breaker,
+                        batcher=batcher,
                     )
                 )
+                if batcher is not None:
+                    batcher.finish()  # every answer is a stored row: nothing to re-attach
             finally:
                 signal.signal(signal.SIGTERM, old)
                 writer.close()
@@ -351,6 +363,7 @@ def _run_suite(
             failure.reason if failure is not None else "",
             target,
             adopted,
+            batcher.ids if batcher is not None else (),
         )
     marker: dict[str, Any] = {
         "suite": suite_name,
@@ -456,10 +469,12 @@ def _ledger(
     reason: str = "",
     target: Target = STUDY,
     adopted: Sequence[Mapping[str, Any]] = (),
+    batches: Sequence[str] = (),
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal,
-    how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``), and the
-    parts of an interrupted run it resumed from (``adopted``)."""
+    how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``), the
+    parts of an interrupted run it resumed from (``adopted``), and the provider batch ids its
+    answers came from (``batches``, with ``batch: true``)."""
     from sealedeval.fsutil import sha256_file
     from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
@@ -492,6 +507,7 @@ def _ledger(
             "planned_keys_sha256": ledger.keys_sha256([r.request_key for r in requests]),
             "parts": parts,
             **({"adopted": list(adopted)} if adopted else {}),
+            **({"batches": list(batches)} if batches else {}),
             "ok": stats.ok,
             "error": stats.error,
             "errors_by_kind": dict(sorted(stats.by_kind.items())),
@@ -533,8 +549,10 @@ async def _dispatch(
     status: IO[str] | None = None,
     label: str | None = None,
     breaker: CircuitBreaker | None = None,
+    batcher: batch.Batcher | None = None,
 ) -> None:
-    def dispatcher(phase_label: str | None) -> Dispatcher:
+    async def dispatcher(phase_label: str | None, reqs: list[Request]) -> Dispatcher:
+        served = await batcher.serve(reqs) if batcher is not None else None
         return Dispatcher(
             engine,
             writer,
@@ -543,18 +561,27 @@ async def _dispatch(
             status=status,
             label=phase_label,
             breaker=breaker,
+            served=served,
         )
 
     await engine.start()
     try:
         if todo:
-            await dispatcher(label).run(todo, stats)
+            await (await dispatcher(label, todo)).run(todo, stats)
         writer.flush()
         more = later() if later is not None else None
         if more:
-            await dispatcher(f"{label} phase 2" if label else None).run(more, stats)
+            await (await dispatcher(f"{label} phase 2" if label else None, more)).run(more, stats)
     finally:
         await engine.close()
+
+
+def _say(line: str, status: IO[str] | None) -> None:
+    """A batch line (submitted, states, follow-ups) on stderr, and on the status stream."""
+    print(line, file=sys.stderr, flush=True)
+    if status is not None and status is not sys.stderr:
+        status.write(line + "\n")
+        status.flush()
 
 
 def print_stats(stats: RunStats, suite: str, engine: str) -> None:
