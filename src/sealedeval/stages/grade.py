@@ -33,6 +33,42 @@ PROVENANCE_COLUMNS = ("suite", "suite_version")
 _BASE = frozenset(BASE_COLUMNS)
 
 
+def graded_row(
+    raw: Mapping[str, Any],
+    *,
+    grader: str,
+    grader_version: str,
+    score: float | None,
+    passed: bool,
+    category: str,
+    details: str | Mapping[str, Any],
+    condition: str | None = None,
+    status: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One graded row: the raw row's identity (key, engine, item, condition, repeat, status),
+    the verdict, then the suite's own scalar columns (``extra``), in ``BASE_COLUMNS`` order.
+
+    Every suite builds its rows here, so a graded file's first columns are the same for all
+    suites and a new base column is added in one place. ``condition`` and ``status`` override
+    the raw row's (a call graded as several stages; a score missing from an ok row)."""
+    return {
+        "request_key": raw["request_key"],
+        "engine": raw["engine"],
+        "item_id": raw["item_id"],
+        "condition": raw["condition"] if condition is None else condition,
+        "repeat": int(raw["repeat"]),
+        "status": raw["status"] if status is None else status,
+        "grader": grader,
+        "grader_version": grader_version,
+        "score": score,
+        "passed": passed,
+        "category": category,
+        "details": details,
+        **extra,
+    }
+
+
 ORDER = ("engine", "request_key", "grader")
 """The canonical order of graded rows (a stable sort: a suite's order within a key stays)."""
 

@@ -55,6 +55,7 @@ from sealedeval.plugins import (
     ScorecardContext,
 )
 from sealedeval.seal.design import added_engines, to_exploratory
+from sealedeval.stages.grade import graded_row
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
 from sealedeval.suites.bloodpanel import battery, pdf, plan, prompts
@@ -158,45 +159,41 @@ def grade_row(
         else:
             category = "graded"
     ok = status == "ok"
-    return {
-        "request_key": row["request_key"],
-        "engine": row["engine"],
-        "item_id": row["item_id"],
-        "condition": row["condition"],
-        "repeat": int(row["repeat"]),
-        "status": status,
-        "grader": grader(profile),
-        "grader_version": GRADER_VERSION[profile],
-        "score": score.composite,
-        "passed": ok and not score.trap_flags_hit,
-        "category": category,
-        "details": compact(dict(score.details)),
-        "profile": profile,
-        "case_id": case.case_id,
-        "case_uid": case.case_uid,
-        "label": case.label,
-        "specialty": case.specialty,
-        "cohort": str(item.get("cohort", "")),
-        "is_trap": case.is_trap,
-        "composite": score.composite,
-        "structural": score.structural,
-        "clinical": score.clinical,
-        "latency": score.latency,
-        "latency_s": float(row["latency_s"] or 0.0),
-        "sections_hit": score.sections_hit,
-        "subsections_hit": score.subsections_hit,
-        "keywords_hit": score.keywords_hit,
-        "keywords_total": score.keywords_total,
-        "scoring_hit": score.scoring_hit,
-        "scoring_total": score.scoring_total,
-        "prob_sum": score.prob_sum,
-        "prob_valid": score.prob_valid,
-        "trap_flags_hit": ";".join(score.trap_flags_hit),
-        "trap_penalty": score.trap_penalty,
-        "engine_path": str(row.get("engine_path") or "") if ok else "",
-        "parsed": parsed,
-        "error_kind": "" if ok else str(row.get("error_kind") or "unknown"),
-    }
+    return graded_row(
+        row,
+        status=status,
+        grader=grader(profile),
+        grader_version=GRADER_VERSION[profile],
+        score=score.composite,
+        passed=ok and not score.trap_flags_hit,
+        category=category,
+        details=compact(dict(score.details)),
+        profile=profile,
+        case_id=case.case_id,
+        case_uid=case.case_uid,
+        label=case.label,
+        specialty=case.specialty,
+        cohort=str(item.get("cohort", "")),
+        is_trap=case.is_trap,
+        composite=score.composite,
+        structural=score.structural,
+        clinical=score.clinical,
+        latency=score.latency,
+        latency_s=float(row["latency_s"] or 0.0),
+        sections_hit=score.sections_hit,
+        subsections_hit=score.subsections_hit,
+        keywords_hit=score.keywords_hit,
+        keywords_total=score.keywords_total,
+        scoring_hit=score.scoring_hit,
+        scoring_total=score.scoring_total,
+        prob_sum=score.prob_sum,
+        prob_valid=score.prob_valid,
+        trap_flags_hit=";".join(score.trap_flags_hit),
+        trap_penalty=score.trap_penalty,
+        engine_path=str(row.get("engine_path") or "") if ok else "",
+        parsed=parsed,
+        error_kind="" if ok else str(row.get("error_kind") or "unknown"),
+    )
 
 
 def cohort_of(scfg: Mapping[str, Any], engine: str) -> str:

@@ -20,6 +20,7 @@ from sealedeval.canonical import compact
 from sealedeval.graders import graders
 from sealedeval.graders import judge as _judge  # noqa: F401  (registers the judge grader)
 from sealedeval.graders.abstention import is_abstention
+from sealedeval.stages.grade import graded_row
 
 GRADERS = ("regex", "exact", "facts", "abstention")
 
@@ -61,25 +62,15 @@ def iter_rows(
             task = (swap_tasks or {})[cond.rsplit("/", 1)[1]][r["item_id"]]
         else:
             task = tasks[r["item_id"]]
-        base = {
-            "request_key": r["request_key"],
-            "engine": r["engine"],
-            "item_id": r["item_id"],
-            "condition": r["condition"],
-            "repeat": int(r["repeat"]),
-            "status": r["status"],
-        }
         if r["status"] != "ok":
-            yield (
-                base
-                | {
-                    "grader": "-",
-                    "grader_version": "-",
-                    "score": 0.0,
-                    "passed": False,
-                    "category": "error",
-                    "details": "{}",
-                }
+            yield graded_row(
+                r,
+                grader="-",
+                grader_version="-",
+                score=0.0,
+                passed=False,
+                category="error",
+                details="{}",
             )
             continue
         answer = r["output_text"] or ""
@@ -92,14 +83,12 @@ def iter_rows(
         for name in names:
             g = graders.get(name)
             res = g(dict(task) | {"judge_output": judged or ""}, answer)
-            yield (
-                base
-                | {
-                    "grader": g.name,
-                    "grader_version": g.version,
-                    "score": res.score,
-                    "passed": res.passed,
-                    "category": cat,
-                    "details": compact(dict(res.details)),
-                }
+            yield graded_row(
+                r,
+                grader=g.name,
+                grader_version=g.version,
+                score=res.score,
+                passed=res.passed,
+                category=cat,
+                details=compact(dict(res.details)),
             )

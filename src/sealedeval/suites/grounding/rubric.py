@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.canonical import compact
+from sealedeval.stages.grade import graded_row
 from sealedeval.suites.grounding.contract import SCORER_VERSION, extract_json_object
 from sealedeval.suites.grounding.design import RequestSpec
 from sealedeval.suites.grounding.requests import specs_for, stage_label
@@ -170,51 +171,44 @@ def grade_rows(
     out: list[dict[str, Any]] = []
     for row in rows:
         specs = specs_for(str(row["item_id"]), str(row["condition"]), int(row["repeat"]))
-        base = {
-            "request_key": row["request_key"],
-            "engine": row["engine"],
-            "item_id": row["item_id"],
-            "repeat": int(row["repeat"]),
-            "status": row["status"],
-        }
         if row["status"] != "ok":
             targets = [specs[-1]] if specs[0].track == "B4" else list(specs)
             for spec in targets:
                 grader = grader_of(spec)
                 out.append(
-                    base
-                    | {
-                        "condition": stage_label(spec),
-                        "grader": grader,
-                        "grader_version": VERSIONS[grader],
-                        "score": 0.0,
-                        "passed": False,
-                        "category": "error",
-                        "details": "{}",
-                        "track": spec.track,
-                        "stage": spec.condition,
-                        "model_role": spec.model_role,
-                        "call_id": spec.request_id,
-                    }
+                    graded_row(
+                        row,
+                        condition=stage_label(spec),
+                        grader=grader,
+                        grader_version=VERSIONS[grader],
+                        score=0.0,
+                        passed=False,
+                        category="error",
+                        details="{}",
+                        track=spec.track,
+                        stage=spec.condition,
+                        model_role=spec.model_role,
+                        call_id=spec.request_id,
+                    )
                 )
             continue
         for spec, metrics in _grade_ok(data, row, specs):
             grader = grader_of(spec)
             score, passed, category = _score_and_category(spec, metrics)
             out.append(
-                base
-                | {
-                    "condition": stage_label(spec),
-                    "grader": grader,
-                    "grader_version": VERSIONS[grader],
-                    "score": score,
-                    "passed": passed,
-                    "category": category,
-                    "details": compact(metrics),
-                    "track": spec.track,
-                    "stage": spec.condition,
-                    "model_role": spec.model_role,
-                    "call_id": spec.request_id,
-                }
+                graded_row(
+                    row,
+                    condition=stage_label(spec),
+                    grader=grader,
+                    grader_version=VERSIONS[grader],
+                    score=score,
+                    passed=passed,
+                    category=category,
+                    details=compact(metrics),
+                    track=spec.track,
+                    stage=spec.condition,
+                    model_role=spec.model_role,
+                    call_id=spec.request_id,
+                )
             )
     return out

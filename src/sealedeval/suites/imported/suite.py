@@ -28,6 +28,7 @@ from sealedeval.config import Config
 from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
+from sealedeval.stages.grade import graded_row
 from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.imported import aggregations, scores
@@ -287,36 +288,31 @@ class ImportedSuite:
                 num = scores.to_float(value)
                 verdict = scores.passed(value, self.threshold) if sc is not None else None
                 status = str(r["status"]) if sc is not None or r["status"] != "ok" else "error"
+                if isinstance(sc, Mapping):
+                    shown = {
+                        "value": value,
+                        "answer": sc.get("answer"),
+                        "edited": bool(sc.get("edited")),
+                    }
+                else:
+                    shown = {"value": value, "answer": None, "edited": False}
                 out.append(
-                    {
-                        "request_key": str(r["request_key"]),
-                        "engine": str(r["engine"]),
-                        "item_id": str(r["item_id"]),
-                        "condition": str(r["condition"]),
-                        "repeat": int(r["repeat"]),
-                        "status": status,
-                        "grader": name,
-                        "grader_version": GRADER_VERSION,
+                    graded_row(
+                        r,
+                        status=status,
+                        grader=name,
+                        grader_version=GRADER_VERSION,
                         # None, not NaN: a graded file read back must equal the re-derivation
                         # (NaN != NaN would fail the audit's comparison)
-                        "score": num,
-                        "passed": bool(verdict),
-                        "category": (
+                        score=num,
+                        passed=bool(verdict),
+                        category=(
                             ("correct" if verdict else "wrong")
                             if verdict is not None
                             else str(r["error_kind"] or "unscored")
                         ),
-                        "details": json.dumps(
-                            {
-                                "value": value,
-                                "answer": sc.get("answer") if isinstance(sc, Mapping) else None,
-                                "edited": bool(sc.get("edited"))
-                                if isinstance(sc, Mapping)
-                                else False,
-                            },
-                            sort_keys=True,
-                        ),
-                    }
+                        details=json.dumps(shown, sort_keys=True),
+                    )
                 )
         return out
 

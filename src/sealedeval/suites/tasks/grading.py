@@ -23,6 +23,7 @@ from typing import Any
 from sealedeval.graders.abstention import is_abstention
 from sealedeval.graders.base import Grade
 from sealedeval.graders.kinds import verdict as jv
+from sealedeval.stages.grade import graded_row
 from sealedeval.suites.tasks.data import Data, answerable
 from sealedeval.suites.tasks.plan import ANSWER, parse_judge_condition
 
@@ -64,16 +65,7 @@ def grade_rows(
         item = by_id.get(str(r["item_id"]))
         if item is None:  # an item a smaller ``limit`` no longer selects
             continue
-        base = {
-            "request_key": r["request_key"],
-            "engine": r["engine"],
-            "item_id": r["item_id"],
-            "condition": r["condition"],
-            "repeat": int(r["repeat"]),
-            "status": r["status"],
-        }
-        if spec.cluster_by is not None:
-            base["cluster"] = str(item.get(spec.cluster_by))
+        cluster = {"cluster": str(item.get(spec.cluster_by))} if spec.cluster_by is not None else {}
         ok = r["status"] == "ok"
         answer = str(r["output_text"] or "") if ok else ""
         view = data.view(item)
@@ -106,16 +98,17 @@ def grade_rows(
             else:
                 details.update(res.details)
             out.append(
-                base
-                | {
-                    "grader": g.name,
-                    "grader_version": g.version,
-                    "grader_id": g.id,
-                    "score": float(res.score) if res is not None else 0.0,
-                    "passed": bool(res.passed) if res is not None else False,
-                    "category": cat,
-                    "details": details,
-                    "answer": answer,
-                }
+                graded_row(
+                    r,
+                    grader=g.name,
+                    grader_version=g.version,
+                    score=float(res.score) if res is not None else 0.0,
+                    passed=bool(res.passed) if res is not None else False,
+                    category=cat,
+                    details=details,
+                    **cluster,
+                    grader_id=g.id,
+                    answer=answer,
+                )
             )
     return out
