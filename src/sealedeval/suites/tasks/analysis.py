@@ -54,7 +54,6 @@ from sealedeval.stats.comparisons import (
     adjust_families,
     paired_comparison,
 )
-from sealedeval.stats._sequential import check_stop, sequential_rule
 from sealedeval.stats.metrics import (
     Metric,
     mean_metric,
@@ -828,12 +827,12 @@ def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]
         if i not in answered[a] or i not in answered[b]:
             break
         values.append(score[a].get(i, 0.0) - score[b].get(i, 0.0))
-    res = sequential_rule(values, sp.looks, alpha=sp.alpha)
+    res = stats.sequential_rule(values, sp.looks, alpha=sp.alpha)
     violation = None
     if set(order[: len(used)]) != used:
         violation = "items answered outside the sealed item order"
     elif used:
-        violation = check_stop(values, sp.looks, len(used), alpha=sp.alpha)
+        violation = stats.check_stop(values, sp.looks, len(used), alpha=sp.alpha)
     calls = sum(len(engines[e].rows) for e in (a, b) if e in engines)
     per_item = calls / len(used) if used else 0.0
     stopped = res.stopped_at if res.decision != "continue" else len(used)
