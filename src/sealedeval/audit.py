@@ -405,8 +405,8 @@ class Auditor:
             recorded = [
                 e["sequential"]
                 for e in entries
-                if e["suite"] == name
-                and e["rubric_sha256"] == current.get(name)
+                if e.get("suite") == name
+                and e.get("rubric_sha256") == current.get(name)
                 and isinstance(e.get("sequential"), dict)
             ]
             for r in recorded:
