@@ -179,15 +179,13 @@ def test_a_true_difference_stops_at_the_planned_look_and_the_audit_replays_it(
     # rows beyond the stop: both engines asked up to the third look behind the driver's back
     (root / ledger.LEDGER_NAME).write_text(original)
     from sealedeval.config import load_config
-    from sealedeval.stages.run import STUDY, plan, run_suite
+    from sealedeval.stages.run import Target, plan, run_suite
     from sealedeval.stages.sequential import first_items
 
     cfg = load_config(root)
     ids = [str(i["id"]) for i in plan(cfg, "arith").items]
     for eng in ENGINES:
-        run_suite(
-            cfg, "arith", eng, progress=False, target=STUDY.__class__(items=first_items(ids, 24))
-        )
+        run_suite(cfg, "arith", eng, progress=False, target=Target(items=first_items(ids, 24)))
     assert weak.count() == 24
     code, rows = _audit(root)
     assert "FAIL" in rows["sequential stop"], rows
