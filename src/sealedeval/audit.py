@@ -125,6 +125,7 @@ class Auditor:
         self._guard("manifest checksums", self.check_manifest)
         self._guard("config as built", self.check_config)
         self._guard("result re-derives", self.check_rederive)
+        self._guard("sequential stop", self.check_sequential)
         self._guard("environment", self.check_environment)
         self._guard("design as sealed", self.check_design)
         self._guard("counts add up", self.check_counts)
@@ -379,6 +380,63 @@ class Auditor:
             "; ".join(problems[:3])
             or f"{stages_checked} stage files, result.json and report.md rebuilt byte for byte",
         )
+
+    def check_sequential(self) -> None:
+        """A suite with a sealed sequential rule (``analysis.sequential``) stopped where the rule
+        said: the rule replayed on the raw rows in the sealed item order (the suite's analysis,
+        derived again) finds no stop it did not allow and no answers past its stop, and every
+        look the ledger records (``sequential`` in the entry of the slice run that completed
+        it) equals the replay's look at that n, and every look of the replay is recorded."""
+        from sealedeval.publish.build import published_suites
+        from sealedeval.stages.pipeline import derive
+        from sealedeval.stages.sequential import suite_plan
+
+        current = {s: e["sha256"] for s, e in lock.read(self.root)["suites"].items()}
+        entries = ledger.counted(self._entries())
+        problems: list[str] = []
+        said: list[str] = []
+        for name in published_suites(self.cfg):
+            if suite_plan(self.cfg, name) is None:
+                continue
+            seq = derive(self.cfg, name).doc["analysis"].get("sequential") or {}
+            if seq.get("violation"):
+                problems.append(f"{name}: {seq['violation']}")
+            replay = {int(lk["n"]): lk for lk in seq.get("looks") or []}
+            recorded = [
+                e["sequential"]
+                for e in entries
+                if e.get("suite") == name
+                and e.get("rubric_sha256") == current.get(name)
+                and isinstance(e.get("sequential"), dict)
+            ]
+            for r in recorded:
+                lk = replay.get(int(r["n"]))
+                if lk is None:
+                    problems.append(
+                        f"{name}: the ledger records look {r['look']} at n = {r['n']} "
+                        f"({r['decision']}), which the rule never made on the rows"
+                    )
+                elif lk["decision"] != r["decision"] or any(
+                    abs(float(lk[k]) - float(r[v])) > 1e-9
+                    for k, v in (("mean", "estimate"), ("lo", "lo"), ("hi", "hi"))
+                ):
+                    problems.append(
+                        f"{name}: look {r['look']} at n = {r['n']}: the ledger says "
+                        f"{r['decision']!r} ({float(r['estimate']):+.4f}), the replay "
+                        f"{lk['decision']!r} ({float(lk['mean']):+.4f})"
+                    )
+            missing = sorted(set(replay) - {int(r["n"]) for r in recorded})
+            problems += [
+                f"{name}: the look at n = {n} ({replay[n]['decision']}) is not in the ledger"
+                for n in missing
+            ]
+            said.append(
+                f"{name}: {len(replay)} looks replayed, stopped at n = {seq.get('stopped_at')} "
+                f"of {seq.get('max_n')} ({seq.get('decision')}), "
+                f"{seq.get('calls_saved')} calls saved"
+            )
+        if problems or said:
+            self.add("sequential stop", not problems, "; ".join(problems[:3] or said))
 
     def check_config(self) -> None:
         """The config this audit uses is the one result.json was built with (files and merged

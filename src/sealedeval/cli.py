@@ -132,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     engines = [args.engine] if args.engine else list(cfg.suite(args.suite)["engines"])
     status = _status_stream(args.status_fd)
+    engines = _run_sequential(cfg, args, engines, shard, status)
     for eng in engines:
         stats = run_suite(
             cfg,
@@ -145,6 +146,49 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         print_stats(stats, args.suite, eng)
     return 0
+
+
+def _run_sequential(
+    cfg: Config,
+    args: argparse.Namespace,
+    engines: list[str],
+    shard: tuple[int, int] | None,
+    status: IO[str] | None,
+) -> list[str]:
+    """A suite with a sealed ``analysis.sequential`` runs its two compared engines look by look
+    (``stages/sequential.py``), whether asked with ``--sequential``, for one of them with
+    ``--engine`` (the workflow's run jobs) or for every engine; returns the engines left to run
+    as usual. Asking for the compared engines any other way would break the sealed rule."""
+    from sealedeval.stages.run import print_stats
+    from sealedeval.stages.sequential import run_sequential, suite_plan
+
+    sp = suite_plan(cfg, args.suite)
+    if sp is None:
+        if args.sequential:
+            raise UserError(f"suites.{args.suite}.analysis.sequential: not set (--sequential)")
+        return engines
+    if not args.sequential and not set(sp.compare) & set(engines):
+        return engines
+    if shard is not None:
+        raise UserError(f"--shard: suite {args.suite} runs sequentially (analysis.sequential)")
+    res = run_sequential(
+        cfg,
+        args.suite,
+        unsealed=args.unsealed,
+        progress=not args.no_progress,
+        allow_errors=args.allow_errors,
+        status=status,
+    )
+    for eng, stats in res.stats:
+        print_stats(stats, args.suite, eng)
+    for lk in res.looks:
+        print(
+            f"{args.suite}: look {lk.look} at n = {lk.n}: {sp.compare[0]} − {sp.compare[1]} "
+            f"{lk.estimate:+.3f} [{lk.lo:+.3f}, {lk.hi:+.3f}] → {lk.decision}"
+        )
+    saved = sp.max_n - res.stopped_at
+    print(f"{args.suite}: stopped at n = {res.stopped_at} of {sp.max_n} ({saved} items saved)")
+    return [e for e in engines if e not in sp.compare] if not args.sequential else []
 
 
 def cmd_pilot(args: argparse.Namespace) -> int:
@@ -723,6 +767,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 even when more calls errored than the engine's fail_on_error allows "
         "or its circuit opened (the engine did not answer; its ledger entry still says failed)",
+    )
+    s.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the suite's sealed analysis.sequential comparison look by look (the default "
+        "for its two engines whenever the suite has one)",
     )
     s.set_defaults(fn=cmd_run)
 

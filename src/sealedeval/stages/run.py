@@ -64,11 +64,15 @@ class Target:
             a pilot, which ``raw_files`` never lists).
         kind: The ledger entry's ``kind`` (``run``; ``pilot`` is disclosed, never counted).
         items: Given the planned item ids in plan order, the ones to ask (None: every item).
+        after: Called once the run ended without failure, before its ledger entry is written;
+            what it returns is recorded in the entry under ``sequential`` (a sequential run's
+            look: ``stages/sequential.py``).
     """
 
     store: Path = RAW_ROOT
     kind: str = "run"
     items: Callable[[Sequence[str]], Collection[str]] | None = None
+    after: Callable[[], Mapping[str, Any]] | None = None
 
 
 STUDY = Target()
@@ -321,6 +325,7 @@ def _run_suite(
 
     started = now_iso()
     outcome, failure = "interrupted", None
+    look: Mapping[str, Any] | None = None
     try:
         later = None if todo else followups()
         if todo or later:
@@ -348,6 +353,8 @@ def _run_suite(
                 writer.close()
         failure = run_failure(stats, breaker.trip, ecfg, suite_name, allow_errors=allow_errors)
         outcome = "done" if failure is None else "failed"
+        if failure is None and target.after is not None:
+            look = target.after()
     finally:
         _ledger(
             cfg,
@@ -364,6 +371,7 @@ def _run_suite(
             target,
             adopted,
             batcher.ids if batcher is not None else (),
+            look,
         )
     marker: dict[str, Any] = {
         "suite": suite_name,
@@ -470,11 +478,13 @@ def _ledger(
     target: Target = STUDY,
     adopted: Sequence[Mapping[str, Any]] = (),
     batches: Sequence[str] = (),
+    look: Mapping[str, Any] | None = None,
 ) -> None:
     """Append this run's ledger entry: what was planned, what was written, under which seal,
     how it ended (``outcome`` done / failed / interrupted; a failed run's ``reason``), the
-    parts of an interrupted run it resumed from (``adopted``), and the provider batch ids its
-    answers came from (``batches``, with ``batch: true``)."""
+    parts of an interrupted run it resumed from (``adopted``), the provider batch ids its
+    answers came from (``batches``, with ``batch: true``) and the sequential look this run
+    completed (``look``)."""
     from sealedeval.fsutil import sha256_file
     from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
@@ -514,6 +524,7 @@ def _ledger(
             "skipped": stats.skipped,
             "outcome": outcome,
             **({"reason": reason} if reason else {}),
+            **({"sequential": dict(look)} if look is not None else {}),
             "started_at": started,
             "finished_at": now_iso(),
         },

@@ -798,6 +798,68 @@ def _items_table(
     return out
 
 
+def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]) -> dict[str, Any]:
+    """The sealed sequential rule replayed on the rows present (``analysis.sequential``).
+
+    The values are the paired item scores a − b (an item's score: the share of its completed
+    answers the primary grader calls correct; an answer in error scores 0) over the items in
+    the sealed item order (``items`` as generated), as far as both engines answered. ``n_used``
+    counts the items either engine answered: a run that stopped where the rule did not say so,
+    or went on after it said stop, or answered items out of order, gets a ``violation`` (the
+    audit FAILs it); the looks, the stop and the calls not made follow from the replay alone,
+    so the run stage and the audit read the same numbers."""
+    sp = data.spec.sequential
+    assert sp is not None
+    a, b = sp.compare
+    order = [str(i["id"]) for i in items]
+    answered = {
+        e: {str(r["item_id"]) for r in engines[e].rows} if e in engines else set() for e in (a, b)
+    }
+    score = {
+        e: {i: (sum(v) / len(v) if v else 0.0) for i, v in engines[e].primary_outcomes().items()}
+        if e in engines
+        else {}
+        for e in (a, b)
+    }
+    used = answered[a] | answered[b]
+    values: list[float] = []
+    for i in order:
+        if i not in answered[a] or i not in answered[b]:
+            break
+        values.append(score[a].get(i, 0.0) - score[b].get(i, 0.0))
+    res = stats.sequential_rule(values, sp.looks, alpha=sp.alpha)
+    violation = None
+    if set(order[: len(used)]) != used:
+        violation = "items answered outside the sealed item order"
+    elif used:
+        violation = stats.check_stop(values, sp.looks, len(used), alpha=sp.alpha)
+    calls = sum(len(engines[e].rows) for e in (a, b) if e in engines)
+    per_item = calls / len(used) if used else 0.0
+    stopped = res.stopped_at if res.decision != "continue" else len(used)
+    return {
+        "compare": [a, b],
+        "planned_looks": list(sp.looks),
+        "max_n": sp.max_n,
+        "alpha": sp.alpha,
+        "method": res.method,
+        "rho": res.rho,
+        "bounds": [-1.0, 1.0],
+        "looks": [
+            {"n": lk.n, "mean": lk.mean, "lo": lk.lo, "hi": lk.hi, "decision": lk.decision}
+            for lk in res.looks
+        ],
+        "n_used": len(used),
+        "n_paired": len(values),
+        "stopped_at": stopped,
+        "decision": res.decision,
+        "items_saved": sp.max_n - stopped,
+        "calls_made": calls,
+        "calls_at_max_n": round(per_item * sp.max_n),
+        "calls_saved": round(per_item * sp.max_n) - calls,
+        "violation": violation,
+    }
+
+
 def analyze(
     data: Data,
     items: Sequence[Row],
@@ -871,4 +933,6 @@ def analyze(
     }
     if human_audit:
         out["human_audit"] = human_audit
+    if spec.sequential is not None:
+        out["sequential"] = _sequential(data, items, engines)
     return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from sealedeval.errors import UserError
 from sealedeval.graders.kinds import GraderKind, get_kind
+from sealedeval.stages.sequential import SequentialPlan, parse_plan
 
 SPEC_FORMAT = "sealedeval.tasks-spec/1"
 SEALED_KEYS = (
@@ -94,6 +95,7 @@ class Spec:
     comparisons: tuple[tuple[str, str], ...]
     hypotheses: tuple[Hypothesis, ...]
     human_audit: HumanAudit | None = None
+    sequential: SequentialPlan | None = None
 
     def key(self, k: str) -> str:
         return f"suites.{self.suite}.{k}"
@@ -252,7 +254,8 @@ def parse(name: str, section: Mapping[str, Any]) -> Spec:
     comparisons = _comparisons(key, analysis.get("comparisons", "all"), answering)
     hypotheses = _hypotheses(key, analysis, answering)
     audit = _human_audit(key, analysis.get("human_audit"), graders)
-    return Spec(name, dict(section), graders, primary, comparisons, hypotheses, audit)
+    seq = parse_plan(f"{key}.analysis.sequential", analysis.get("sequential"), answering)
+    return Spec(name, dict(section), graders, primary, comparisons, hypotheses, audit, seq)
 
 
 def _human_audit(

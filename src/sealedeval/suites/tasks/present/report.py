@@ -282,6 +282,38 @@ def _human_audit(a: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _sequential(a: Mapping[str, Any]) -> list[str]:
+    """The sealed sequential rule, each look it made, where it stopped and the calls saved."""
+    sq = a.get("sequential") or {}
+    if not sq:
+        return []
+    ea, eb = sq["compare"]
+    out = [
+        "### Sequential comparison",
+        "",
+        f"Sealed rule: `{ea}` against `{eb}` on the paired item score difference a − b, in the "
+        f"sealed item order, looked at after {', '.join(str(n) for n in sq['planned_looks'])} "
+        f"items per engine (max n {sq['max_n']}); stop at the first look whose "
+        f"{sq['method']} at α = {num(sq['alpha'])} (over all looks together) excludes 0.",
+        "",
+    ]
+    rows = [
+        [str(i), str(lk["n"]), num(lk["mean"]), _ci(lk["lo"], lk["hi"]), lk["decision"]]
+        for i, lk in enumerate(sq.get("looks") or [], 1)
+    ]
+    if rows:
+        out += [table(["look", "n", "a − b", "confidence sequence", "decision"], rows), ""]
+    out.append(
+        f"Stopped at n = {sq['stopped_at']} of {sq['max_n']} ({sq['decision']}): "
+        f"{sq['items_saved']} items per engine and {sq['calls_saved']} answer calls not made "
+        f"({sq['calls_made']} made of {sq['calls_at_max_n']} at max n)."
+    )
+    if sq.get("violation"):
+        out.append(f"**The run broke the sealed rule: {sq['violation']}.**")
+    out.append("")
+    return out
+
+
 def _metrics(a: Mapping[str, Any], added: Collection[str]) -> list[str]:
     ms = a.get("metrics") or []
     if not ms:
@@ -347,6 +379,7 @@ def render(name: str, section: Mapping[str, Any]) -> str:
     out += _comparisons(a)
     out += _judges(a)
     out += _human_audit(a)
+    out += _sequential(a)
     out += _metrics(a, added)
     out += _items(a, added)
     return "\n".join(out)
