@@ -16,6 +16,7 @@ from ._agreement import agreement, cohen_kappa
 from ._bayes import beta_interval, prob_a_better
 from ._bootstrap import bootstrap_by_group, paired_bootstrap, stratified_bootstrap
 from ._contamination import mean_nll, min_k_prob, perplexity
+from ._mcnemar import mcnemar_midp
 from ._mde import (
     VarianceComponents,
     discordant_split,
@@ -34,12 +35,14 @@ from ._passk import (
     pass_hat_k,
     pass_k_curves,
 )
+from ._permutation import PermutationTest, paired_permutation
 from ._power import sample_size_items
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
 
 __all__ = [
     "Z_95",
+    "PermutationTest",
     "VarianceComponents",
     "abstention_score",
     "agreement",
@@ -53,6 +56,7 @@ __all__ = [
     "holm",
     "item_means",
     "item_se",
+    "mcnemar_midp",
     "mde_paired",
     "mean_nll",
     "mean_pass_at_k",
@@ -62,6 +66,7 @@ __all__ = [
     "min_k_prob",
     "paired_bootstrap",
     "paired_difference",
+    "paired_permutation",
     "paired_se",
     "pass_at_k",
     "pass_hat_k",
