@@ -221,10 +221,12 @@ def test_undeclared_test_is_chosen_by_score_type() -> None:
     assert plan.describe()["tests"] == {"engines": "by_score_type"}
 
 
-def test_plan_says_mcnemar_but_scores_are_not_binary() -> None:
+def test_the_plan_governs_even_when_scores_are_not_binary() -> None:
     plan = ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "exact_mcnemar"})
-    with pytest.raises(ValueError, match="not 0/1"):
-        paired_comparison("x", "engines", "a", "b", {"i": [0.5]}, {"i": [0.0]}, plan)
+    c = paired_comparison(
+        "x", "engines", "a", "b", {"i": [0.5], "j": [0.75]}, {"i": [0.0], "j": [0.5]}, plan
+    )
+    assert c["test"] == "exact_mcnemar" and c["p"] == stats.sign_test(2, 0)
     with pytest.raises(ValueError, match="does not declare"):
         ComparisonPlan(families={"engines": "pairs"}, tests={"other": "exact_mcnemar"})
     with pytest.raises(ValueError, match="test must be one of"):

@@ -293,8 +293,11 @@ def paired_comparison(
 
     Raises:
         ValueError: ``family`` is not declared by ``plan``, ``interval`` unknown, a bootstrap
-            without a seed, a score that is not finite, or non-binary scores in a family the
-            plan tests with the McNemar test (a mismatch of the sealed plan and the data).
+            without a seed, or a score that is not finite.
+
+    The plan governs: a family it tests with ``BINARY_TEST`` keeps the sign test on the item
+    means even if its scores turn out not to be 0/1 (the sign test is valid for any paired
+    scores, only less powerful); the test is pre-registered, not picked after the data.
     """
     if family not in plan.families:
         raise ValueError(f"comparison {name!r}: family {family!r} is not declared by the plan")
@@ -314,11 +317,6 @@ def paired_comparison(
     test = plan.test_of(family)
     if test == BY_SCORE:
         test = BINARY_TEST if binary or not common else PERMUTATION_TEST
-    if test == BINARY_TEST and common and not binary:
-        raise ValueError(
-            f"comparison {name!r}: the plan tests family {family!r} with {BINARY_TEST}, "
-            "but the scores are not 0/1"
-        )
     p_midp: float | None = None
     permutation: dict[str, Any] | None = None
     if test == BINARY_TEST:

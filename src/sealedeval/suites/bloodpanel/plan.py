@@ -25,7 +25,12 @@ dropped.
   ``paired`` of ``stats.comparisons``): a seeded paired percentile bootstrap interval of the mean
   difference (cases resampled, the composite is not binary), the Holm-adjusted p across the
   family ``engines`` (every pair of engines), the MDE at 80 % power for the cases at hand and the
-  cases needed for δ = 0.05 on the composite (``COMPARISON_PLAN``).
+  cases needed for δ = 0.05 on the composite (``COMPARISON_PLAN``). The record's p (issue #30):
+  the composite is not 0/1, so the plan names the paired permutation test over cases (case means,
+  exact up to 20 non-zero differences, seeded Monte Carlo beyond); the sign test stays in
+  ``p`` of the older table.
+* **Small n** (issue #30) — no bootstrap interval from fewer than ``stats.MIN_N_BOOTSTRAP`` = 10
+  cases (a specialty of 1–9 cases shows its mean and "no interval", with the reason).
 * **Review sample** — ``REVIEW_N`` = 201 cases per engine drawn with seed ``REVIEW_SEED`` =
   20260426, stratified by specialty with largest-remainder allocation, so exactly 201 come back
   (all cases when the cohort is smaller). It is listed for human review and never used for a
@@ -48,7 +53,7 @@ import numpy.typing as npt
 
 from sealedeval import stats
 from sealedeval.keys import derive_seed
-from sealedeval.stats.comparisons import ComparisonPlan, paired_comparison
+from sealedeval.stats.comparisons import PERMUTATION_TEST, ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
@@ -73,6 +78,8 @@ COMPARISON_PLAN: Final = ComparisonPlan(
     alpha=0.05,
     power=0.8,
     correction="holm",
+    # the composite is not 0/1: the paired permutation test over cases (issue #30)
+    tests={"engines": PERMUTATION_TEST},
 )
 """Pre-registered comparison plan (sealed with this file): one family, δ on the composite."""
 

@@ -50,6 +50,7 @@ from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.stats.comparisons import (
     DEFAULT_DELTA,
     DEFAULT_POWER,
+    BINARY_TEST,
     ComparisonPlan,
     adjust_families,
     paired_comparison,
@@ -470,7 +471,7 @@ def confirmatory(a: str, b: str, sealed: Pairs | None) -> bool:
 def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
     """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; the family
     ``engines`` holding the engine pairs of the sealed design, and, when an engine was added
-    after the seal, ``exploratory`` holding the pairs with it, Holm-adjusted on their own)."""
+    after the seal, ``exploratory`` holding the pairs with it, Benjamini–Hochberg-adjusted on their own)."""
     an = data.spec.analysis
     families = {"engines": "every pair of engines the suite compares, on the items both did"}
     if exploratory:
@@ -483,6 +484,8 @@ def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
         alpha=float(an.get("alpha", 0.05)),
         power=float(an.get("power", DEFAULT_POWER)),
         correction="holm",
+        # the primary verdict is 0/1 (correct or not): exact McNemar, mid-p beside (issue #30)
+        tests=dict.fromkeys(families, BINARY_TEST),
     )
 
 
