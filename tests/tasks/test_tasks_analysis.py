@@ -13,7 +13,7 @@ from tests.tasks._support import ARITH, write_jsonl
 from sealedeval import stats
 from sealedeval.config import Config
 from sealedeval.stages.pipeline import graded_rows  # noqa: F401  (the stage module imports)
-from sealedeval.stats.metrics import METRIC_KEYS, validate_metrics
+from sealedeval.stats.metrics import METRIC_KEYS, OPTIONAL_METRIC_KEYS, validate_metrics
 from sealedeval.suites.tasks import TasksSuite
 from sealedeval.suites.tasks.analysis import one_sided_p, reduce_outcomes
 
@@ -64,7 +64,7 @@ def test_accuracy_wilson_over_items_errors_counted_not_graded(tmp_path: Path) ->
     graded = suite.grade(cfg, items, rows)
     a = suite.analyze(cfg, items, graded, rows)
     validate_metrics(a["metrics"], "tasks")
-    assert all(set(m) == set(METRIC_KEYS) for m in a["metrics"])
+    assert all(set(m) == {*METRIC_KEYS, *OPTIONAL_METRIC_KEYS} for m in a["metrics"])
     acc = _metric(a, "accuracy", engine="a")
     lo, hi = stats.wilson(9, 11)
     assert (acc["estimate"], acc["lo"], acc["hi"]) == (pytest.approx(9 / 11), lo, hi)

@@ -70,12 +70,19 @@ def test_records_holm_over_every_pair_and_the_plans_delta(tmp_path: Path) -> Non
             families={"engines": "every pair of engines the suite compares, on the items both did"},
             delta=0.1,
             power=0.9,
+            tests={"engines": "exact_mcnemar"},
         ).describe()
     )
+    assert a["comparison_plan"]["tests"] == {"engines": "exact_mcnemar"}
     cs = a["comparisons"]
     assert [(c["a"], c["b"]) for c in cs] == [("a", "b"), ("a", "c"), ("b", "c")]
     recs = [c["paired"] for c in cs]
     assert [r["p"] for r in recs] == [c["p"] for c in cs]
+    # 0/1 verdicts: the mid-p McNemar test beside the exact one, the family confirmatory
+    assert [r["p_midp"] for r in recs] == [
+        stats.mcnemar_midp(r["a_better"], r["b_better"]) for r in recs
+    ]
+    assert {r["role"] for r in recs} == {"confirmatory"}
     assert [r["p_adj"] for r in recs] == pytest.approx(stats.holm([r["p"] for r in recs]))
     ab = recs[0]
     x = [float(v) for v in OK["a"]]

@@ -39,8 +39,10 @@ from ._permutation import PermutationTest, paired_permutation
 from ._power import sample_size_items
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
+from ._small_n import MIN_N_BOOTSTRAP, bootstrap_note, clopper_pearson
 
 __all__ = [
+    "MIN_N_BOOTSTRAP",
     "Z_95",
     "PermutationTest",
     "VarianceComponents",
@@ -49,6 +51,8 @@ __all__ = [
     "benjamini_hochberg",
     "beta_interval",
     "bootstrap_by_group",
+    "bootstrap_note",
+    "clopper_pearson",
     "clustered_se",
     "cohen_kappa",
     "compounded",

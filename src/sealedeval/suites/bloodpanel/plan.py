@@ -241,6 +241,9 @@ def metrics(
             head[name]["hi"],
             method=HEADLINE_METHOD,
             unit="case",
+            note=interval_note(
+                head[name], head["n_cases" if name.endswith("_as_zero") else "n_cases_ok"]
+            ),
             **n,
         )
         for name in HEADLINE_METRICS
@@ -273,9 +276,19 @@ def metrics(
                 n_ok=x["n_ok"],
                 n_error=x["n_error"],
                 unit="case",
+                note=interval_note(c, x["n_cases_ok"]),
             )
         )
     return out
+
+
+def interval_note(ci: Mapping[str, Any], n_cases: int) -> str:
+    """Why ``ci`` (``{mean, lo, hi}``) has no interval: fewer cases than
+    ``stats.MIN_N_BOOTSTRAP`` (the bootstrap functions then return none), '' otherwise."""
+    lo = ci.get("lo")
+    if lo is None or not math.isfinite(float(lo)):
+        return stats.bootstrap_note(int(n_cases), "case") or "no interval: not estimable"
+    return ""
 
 
 def by_group(
@@ -407,7 +420,8 @@ def component_intervals(
     """group → component → {mean, lo, hi}: percentile bootstrap over the group's completed cases.
 
     One resample of cases per group serves structural, clinical and latency, so the three
-    intervals describe the same bootstrap world (and cost one draw, not three). Each group has
+    intervals describe the same bootstrap world (and cost one draw, not three). A group of
+    fewer than ``MIN_N_BOOTSTRAP`` cases gets its means and nan bounds (issue #30). Each group has
     its own generator, ``PCG64(derive_seed(seed, group))``, so a group's interval depends only
     on its own cases and the table seed, not on which other groups are present.
     """
@@ -420,6 +434,10 @@ def component_intervals(
         rng = np.random.Generator(np.random.PCG64(derive_seed(seed, g) % (2**32)))
         est = _resampled_means(rng, m[order[bounds[h] : bounds[h + 1]]], n_boot)
         lo, hi = np.quantile(est[1:], [tail, 1.0 - tail], axis=0)
+        if (
+            bounds[h + 1] - bounds[h] < stats.MIN_N_BOOTSTRAP
+        ):  # issue #30: no interval from 1-9 cases
+            lo = hi = np.full(len(COMPONENTS), math.nan)
         out[g] = {
             name: {"mean": float(est[0, j]), "lo": float(lo[j]), "hi": float(hi[j])}
             for j, name in enumerate(COMPONENTS)

@@ -48,14 +48,15 @@ from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
 from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.stats.comparisons import (
+    BINARY_TEST,
     DEFAULT_DELTA,
     DEFAULT_POWER,
-    BINARY_TEST,
     ComparisonPlan,
     adjust_families,
     paired_comparison,
 )
 from sealedeval.stats.metrics import (
+    CONFIRMATORY,
     Metric,
     mean_metric,
     metric,
@@ -471,7 +472,8 @@ def confirmatory(a: str, b: str, sealed: Pairs | None) -> bool:
 def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
     """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; the family
     ``engines`` holding the engine pairs of the sealed design, and, when an engine was added
-    after the seal, ``exploratory`` holding the pairs with it, Benjamini–Hochberg-adjusted on their own)."""
+    after the seal, ``exploratory`` holding the pairs with it, Benjamini–Hochberg-adjusted on
+    their own)."""
     an = data.spec.analysis
     families = {"engines": "every pair of engines the suite compares, on the items both did"}
     if exploratory:
@@ -513,6 +515,7 @@ def _comparisons(
         out.append(c)
         g = {"a": a, "b": b}
         n = int(c["n_items"])
+        role = c["paired"]["role"]  # confirmatory: a pair of the sealed design's family
         metrics.append(
             metric(
                 "difference",
@@ -525,10 +528,32 @@ def _comparisons(
                 n_ok=n,
                 n_error=n_items - n,
                 unit="item",
+                role=role,
             )
         )
         metrics.append(
-            _plain("sign_test_p", g, c["p"], n, n_items - n, "item", method="exact sign test")
+            _plain(
+                "sign_test_p",
+                g,
+                c["p"],
+                n,
+                n_items - n,
+                "item",
+                method="exact sign test",
+                role=role,
+            )
+        )
+        metrics.append(
+            _plain(
+                "mcnemar_midp",
+                g,
+                c["paired"]["p_midp"],
+                n,
+                n_items - n,
+                "item",
+                method="mid-p McNemar (Fagerland et al. 2013)",
+                role=role,
+            )
         )
     adjust_families([c["paired"] for c in out])
     return out, metrics
@@ -578,7 +603,16 @@ def _hypotheses(
         g = {"hypothesis": h.id, "a": h.a, "b": h.b, "direction": h.direction}
         n = int(c["n_items"])
         metrics.append(
-            _plain("hypothesis_p", g, p, n, n_items - n, "item", method="exact sign test")
+            _plain(
+                "hypothesis_p",
+                g,
+                p,
+                n,
+                n_items - n,
+                "item",
+                method="exact sign test",
+                role=CONFIRMATORY,  # a hypothesis the sealed spec declares
+            )
         )
         metrics.append(
             _plain(
@@ -589,6 +623,7 @@ def _hypotheses(
                 n_items - n,
                 "item",
                 method=f"exact sign test, {correction}",
+                role=CONFIRMATORY,
             )
         )
     return out, metrics

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sealedeval.render.comparisons import has_records
 from sealedeval.render.figures import (
+    NO_CI,
     PALETTE,
     FigureSpec,
     difference_mde_figure,
@@ -23,6 +24,7 @@ from sealedeval.render.figures import (
 )
 from sealedeval.render.md import p_compact
 from sealedeval.render.metrics import added_engines, engine_label
+from sealedeval.stats import MIN_N_BOOTSTRAP
 from sealedeval.suites.bloodpanel.present.report import TOP_LABELS
 
 if TYPE_CHECKING:
@@ -205,7 +207,7 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
         FigureSpec(
             "specialty",
             f"bloodpanel: composite per specialty and engine ({prof}; {boot}; n = cases per "
-            "engine).",
+            f"engine; no interval below {MIN_N_BOOTSTRAP} cases, marked '{NO_CI}').",
             lambda: _groups(
                 a, lab, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
             ),
