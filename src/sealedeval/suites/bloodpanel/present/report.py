@@ -12,8 +12,14 @@ from typing import Any
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, pval, rate_ci, table
 from sealedeval.render.metrics import added_engines, engine_label
+from sealedeval.stats import MIN_N_BOOTSTRAP
 from sealedeval.suites.bloodpanel.present import detector
 
+NO_CI = "no CI"
+SMALL_N_NOTE = (
+    f"{NO_CI}: fewer than {MIN_N_BOOTSTRAP} completed cases, too few for a bootstrap interval "
+    "(stats.MIN_N_BOOTSTRAP; Hesterberg 2015): the mean is shown without one."
+)
 TOP_LABELS = 15
 """Labels shown in the report (largest first); every label is in result.json and the CSV."""
 
@@ -22,7 +28,7 @@ def _ci(x: Mapping[str, Any] | None, digits: int = 4) -> str:
     if not x or x.get("mean") is None:
         return "n/a"
     if x.get("lo") is None or x.get("hi") is None:
-        return num(x["mean"], digits)
+        return f"{num(x['mean'], digits)} ({NO_CI})"
     return f"{num(x['mean'], digits)} [{num(x['lo'], digits)}, {num(x['hi'], digits)}]"
 
 
@@ -199,6 +205,8 @@ def render(section: Mapping[str, Any]) -> str:
         out += ["", f"### {lab(eng)}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
         out.append(table(["label", *_GROUP_HEADER], _group_rows(labels, top)))
         out += [
+            "",
+            SMALL_N_NOTE,
             "",
             f"Labels are properties of generated cases (locale handling), not users. Every "
             f"label's row is in result.json; every case is in "
