@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections import Counter
@@ -264,10 +265,11 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     assert "| local | reference | 14 |" in md and "| local | 7 | 15 |" in md
     assert "per-case sd" in md
     # Group tables carry every component with its interval (spec: "each component ... with
-    # intervals"), from result.json's own figures.
+    # intervals"), from result.json's own figures; endocrinology's 3 cases are below
+    # stats.MIN_N_BOOTSTRAP (issue #30): its means, no bounds.
     endo = spec["endocrinology"]
     assert all(
-        endo[f"{n}_ci"]["lo"] <= endo[f"{n}_ci"]["mean"] <= endo[f"{n}_ci"]["hi"]
+        math.isfinite(endo[f"{n}_ci"]["mean"]) and math.isnan(endo[f"{n}_ci"]["lo"])
         for n in plan.COMPONENTS
     )
     assert "structural [95% CI] | clinical [95% CI] | latency points [95% CI] |" in md

@@ -105,7 +105,10 @@ def test_report_table_has_every_column(tmp_path: Path) -> None:
     assert "| " + " | ".join(HEADER) + " |" in md
     row = next(line for line in md.splitlines() if line.startswith("| a vs c |"))
     cells = [x.strip() for x in row.strip("|").split("|")]
-    assert cells[2] == "12" and cells[3] == "0 / 1 / 11"
-    assert cells[6].endswith("(of 3)") and cells[8].endswith("(δ = 0.05)")
-    assert "could not have detected" in cells[9]  # one item in twelve: MDE far above 1/12
+    col = HEADER.index
+    assert cells[col("n")] == "12" and cells[col("A better / B better / ties")] == "0 / 1 / 11"
+    assert cells[col("p adjusted")].endswith("(Holm, of 3)") and cells[
+        HEADER.index("n for δ")
+    ].endswith("(δ = 0.05)")
+    assert "could not have detected" in cells[col("could it detect the difference?")]
     assert "Second view, Bayesian" in md

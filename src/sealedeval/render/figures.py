@@ -248,13 +248,15 @@ def interval_bars(
     horizontal: bool = False,
     rotate: bool = False,
     colors: Sequence[str] = PALETTE,
+    mark_no_ci: bool = False,
 ) -> None:
     """Grouped bars with error bars: one group per ``groups`` entry, one bar per series.
 
     A missing estimate is marked "n/a" at its slot, so a reader sees that something was
     planned and not estimable rather than a silently absent bar. An estimate without an
-    interval (e.g. fewer units than ``stats.MIN_N_BOOTSTRAP``) gets no whisker and the words
-    ``NO_CI`` beside its bar: never a zero-width interval that reads as certainty.
+    interval (e.g. fewer units than ``stats.MIN_N_BOOTSTRAP``) gets no whisker; with
+    ``mark_no_ci`` also the words ``NO_CI`` beside its bar (off by default, so the figures of
+    suites that do not ask keep their bytes).
     """
     n = max(1, len(series))
     width = 0.8 / n
@@ -279,7 +281,7 @@ def interval_bars(
                     )
                 continue
             e, lo, hi = v
-            if lo is None or hi is None:
+            if mark_no_ci and (lo is None or hi is None):
                 if horizontal:
                     ax.text(e + 0.01, x, NO_CI, va="center", fontsize="x-small", color=color)
                 else:

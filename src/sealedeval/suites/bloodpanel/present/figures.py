@@ -94,7 +94,7 @@ def _groups(a: Mapping[str, Any], lab: Label, key: str, names: list[str], title:
     for g in names:
         ns = [a["engines"][e]["profiles"][prof][key].get(g, {}).get("n_cases", 0) for e in engines]
         labels.append(f"{g} (n={'/'.join(str(n) for n in ns)})")
-    interval_bars(ax, labels, series, horizontal=True)
+    interval_bars(ax, labels, series, horizontal=True, mark_no_ci=True)
     ax.set_xlim(0, 1.05)
     ax.set_xlabel(f"composite, completed answers ({prof}; bootstrap 95% CI)")
     ax.set_title(title, fontsize="medium")

@@ -6,6 +6,7 @@ presentation: nothing here computes a number, it only lays out the analysis's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,8 @@ TOP_LABELS = 15
 def _ci(x: Mapping[str, Any] | None, digits: int = 4) -> str:
     if not x or x.get("mean") is None:
         return "n/a"
-    if x.get("lo") is None or x.get("hi") is None:
+    lo, hi = x.get("lo"), x.get("hi")
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{num(x['mean'], digits)} ({NO_CI})"
     return f"{num(x['mean'], digits)} [{num(x['lo'], digits)}, {num(x['hi'], digits)}]"
 
