@@ -102,6 +102,16 @@ def _groups(a: Mapping[str, Any], lab: Label, key: str, names: list[str], title:
     return fig
 
 
+def _any_without_interval(a: Mapping[str, Any], key: str) -> bool:
+    """Whether some group of ``key`` has a composite estimate without an interval."""
+    prof = a["profile"]
+    return any(
+        (p := _ci(g["composite"])) is not None and (p[1] is None or p[2] is None)
+        for e in a["engines"].values()
+        for g in e["profiles"][prof][key].values()
+    )
+
+
 def _specialties(a: Mapping[str, Any]) -> list[str]:
     prof = a["profile"]
     return sorted({g for e in a["engines"].values() for g in e["profiles"][prof]["by_specialty"]})
@@ -207,7 +217,11 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
         FigureSpec(
             "specialty",
             f"bloodpanel: composite per specialty and engine ({prof}; {boot}; n = cases per "
-            f"engine; no interval below {MIN_N_BOOTSTRAP} cases, marked '{NO_CI}').",
+            + (
+                f"engine; no interval below {MIN_N_BOOTSTRAP} cases, marked '{NO_CI}')."
+                if _any_without_interval(a, "by_specialty")
+                else "engine)."
+            ),
             lambda: _groups(
                 a, lab, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
             ),

@@ -34,6 +34,12 @@ def _ci(x: Mapping[str, Any] | None, digits: int = 4) -> str:
     return f"{num(x['mean'], digits)} [{num(x['lo'], digits)}, {num(x['hi'], digits)}]"
 
 
+def _no_ci(group: Mapping[str, Any]) -> bool:
+    """True when a group row's composite has an estimate but no interval (too few cases)."""
+    c = group.get("composite") or {}
+    return c.get("mean") is not None and _ci(c).endswith(f"({NO_CI})")
+
+
 def _counts(x: Mapping[str, Any]) -> str:
     return f"{x['n_ok']}/{x['n_total']} ({x['n_error']} err)"
 
@@ -206,9 +212,9 @@ def render(section: Mapping[str, Any]) -> str:
         top = sorted(labels, key=lambda g: (-labels[g]["n_total"], g))[:TOP_LABELS]
         out += ["", f"### {lab(eng)}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
         out.append(table(["label", *_GROUP_HEADER], _group_rows(labels, top)))
+        if any(_no_ci(x) for x in (*spec.values(), *(labels[g] for g in top))):
+            out += ["", SMALL_N_NOTE]
         out += [
-            "",
-            SMALL_N_NOTE,
             "",
             f"Labels are properties of generated cases (locale handling), not users. Every "
             f"label's row is in result.json; every case is in "
