@@ -117,11 +117,14 @@ def test_report_and_figure_show_the_columns(section: dict[str, Any]) -> None:
     [c] = section["analysis"]["comparisons"]
     row = next(line for line in md.splitlines() if line.startswith(f"| {c['a']} vs {c['b']} |"))
     cells = [x.strip() for x in row.strip("|").split("|")]
-    assert cells[1] == "engines" and cells[2] == "15"
-    assert cells[6].endswith("(of 1)") and cells[7].endswith("(80%)")
-    assert cells[8].endswith("(δ = 0.05)")
+    col = HEADER.index
+    assert cells[col("family")] == "engines" and cells[col("n")] == "15"
+    assert cells[col("p adjusted")].endswith("(Holm, of 1)") and cells[
+        HEADER.index("MDE (power)")
+    ].endswith("(80%)")
+    assert cells[col("n for δ")].endswith("(δ = 0.05)")
     words = "could not have detected" if not c["paired"]["detectable"] else "yes: MDE"
-    assert words in cells[9]
+    assert words in cells[col("could it detect the difference?")]
     assert "A − B [normal 95% CI]" in md  # the normal interval is still shown beside
     specs = {s.name: s for s in figures.figure_specs(section)}
     assert "MDE" in specs["comparisons"].caption

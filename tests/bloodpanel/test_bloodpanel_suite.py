@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections import Counter
@@ -284,10 +285,11 @@ def test_analysis_headline_groups_repeats_comparison_and_sample(suite: Bloodpane
     assert "| local | reference | 14 |" in md and "| local | 7 | 15 |" in md
     assert "per-case sd" in md
     # Group tables carry every component with its interval (spec: "each component ... with
-    # intervals"), from result.json's own figures.
+    # intervals"), from result.json's own figures; endocrinology's 3 cases are below
+    # stats.MIN_N_BOOTSTRAP (issue #30): its means, no bounds.
     endo = spec["endocrinology"]
     assert all(
-        endo[f"{n}_ci"]["lo"] <= endo[f"{n}_ci"]["mean"] <= endo[f"{n}_ci"]["hi"]
+        math.isfinite(endo[f"{n}_ci"]["mean"]) and math.isnan(endo[f"{n}_ci"]["lo"])
         for n in plan.COMPONENTS
     )
     assert "structural [95% CI] | clinical [95% CI] | latency points [95% CI] |" in md
@@ -523,6 +525,10 @@ def test_analysis_lists_typed_metrics(suite: BloodpanelSuite) -> None:
         "composite_by_specialty", engine="local", profile="sealed", specialty="endocrinology"
     )
     assert (endo["n_total"], endo["n_error"]) == (3, 1)
+    # issue #30: 2 completed cases are too few for a bootstrap interval; the record says why
+    assert endo["estimate"] is not None and endo["lo"] is None and endo["hi"] is None
+    assert endo["note"].startswith("no interval: 2 cases, below the 10")
+    assert {m["role"] for m in ms} == {"exploratory"}  # descriptive: no sealed test among them
     assert not any(
         m["metric"] == "composite_by_specialty" and m["groups"]["profile"] == "kantesti-v11"
         for m in ms

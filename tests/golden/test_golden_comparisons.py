@@ -190,15 +190,22 @@ def test_report_tables_have_the_columns_and_say_could_not_have_detected(
     header = "| " + " | ".join(HEADER) + " |"
     # the branch table, each engine's probe table and the engine table, all with every column
     assert md.count(header) == 4
-    for col in ("p Holm", "MDE (power)", "n for δ"):
+    for col in ("role", "test", "p adjusted", "MDE (power)", "n for δ"):
         assert col in header
     row = next(line for line in md.splitlines() if line.startswith("| reference vs other (A)"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == "engines" and cells[2] == "6" and cells[3] == "2 / 0 / 4"
-    assert re.fullmatch(r"0\.333 \[-?0\.\d{3}, 0\.\d{3}\]", cells[4])
-    assert cells[6].startswith("0.5000 (of 1)")  # Holm over a family of one: the p itself
-    assert cells[7].endswith("(80%)") and cells[8].endswith("(δ = 0.05)")
-    assert "could not have detected" in cells[9]
+    col = HEADER.index
+    assert (
+        cells[col("family")] == "engines"
+        and cells[col("n")] == "6"
+        and cells[col("A better / B better / ties")] == "2 / 0 / 4"
+    )
+    assert re.fullmatch(r"0\.333 \[-?0\.\d{3}, 0\.\d{3}\]", cells[col("A − B [95% CI]")])
+    assert cells[col("p adjusted")].startswith("0.5000 (Holm, of 1)")
+    assert cells[col("MDE (power)")].endswith("(80%)") and cells[HEADER.index("n for δ")].endswith(
+        "(δ = 0.05)"
+    )
+    assert "could not have detected" in cells[col("could it detect the difference?")]
     assert "every item tied" in md  # the reference engine's branch pairs
     assert "Second view, Bayesian" in md and "P(A > B)" in md
     assert "| other | A | 4/6 = 66.7% [30.0, 90.3] | [30.0, 90.3]" not in md  # Beta ≠ Wilson

@@ -86,7 +86,10 @@ def test_every_p_printer_says_p_below_0001_and_never_0000() -> None:
         "mde_note": "",
     }
     row = rc.comparison_rows([record])[0]
-    assert row[5] == "< 0.001" and row[6] == "< 0.001 (of 2)"
+    col = rc.HEADER.index
+    assert row[col("p")] == "< 0.001" and row[col("p adjusted")] == "< 0.001 (Holm, of 2)"
+    # a 0/1 record since issue #30 prints the mid-p beside its exact p, with the same printer
+    assert rc.p_cell(record | {"p_midp": 0.00021}) == "< 0.001 (mid-p < 0.001)"
     assert "0.0000" not in rc.comparison_table([record])
     assert md.p_compact(0.00049) == "p<0.001" and md.p_compact(0.25) == "p=0.250"
 

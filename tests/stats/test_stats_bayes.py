@@ -134,6 +134,10 @@ def test_paired_bootstrap_degenerate_cases() -> None:
     assert all(math.isnan(x) for x in paired_bootstrap([], [], seed=1))
     d, lo, hi = paired_bootstrap([0.7], [0.2], seed=1)
     assert d == pytest.approx(0.5) and math.isnan(lo) and math.isnan(hi)
-    assert paired_bootstrap([0.5] * 4, [0.5] * 4, seed=1) == (0.0, 0.0, 0.0)
+    assert paired_bootstrap([0.5] * 10, [0.5] * 10, seed=1) == (0.0, 0.0, 0.0)
+    # fewer pairs than MIN_N_BOOTSTRAP (issue #30): the difference, no interval
+    d, lo, hi = paired_bootstrap([0.5, 1.0, 0.0], [0.25, 0.5, 0.0], seed=1)
+    assert d == pytest.approx(0.25) and math.isnan(lo) and math.isnan(hi)
+    assert paired_bootstrap([0.5] * 4, [0.5] * 4, seed=1, min_n=2) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="n_boot"):
         paired_bootstrap([1, 0], [0, 1], seed=1, n_boot=0)

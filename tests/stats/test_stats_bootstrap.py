@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealedeval.stats import bootstrap_by_group, stratified_bootstrap
+from sealedeval.stats._small_n import MIN_N_BOOTSTRAP
 
 SETTINGS = settings(database=None, deadline=None, max_examples=60)
 Z = 1.959963984540054
@@ -164,7 +165,9 @@ def test_ci_contains_estimate(rows: list[tuple[float, str]], seed: int, weighted
     values = [v for v, _ in rows]
     strata = [s for _, s in rows]
     weights = {s: 1.0 + ord(s) % 3 for s in strata} if weighted else None
-    est, lo, hi = stratified_bootstrap(values, strata, weights=weights, n_boot=200, seed=seed)
+    est, lo, hi = stratified_bootstrap(
+        values, strata, weights=weights, n_boot=200, seed=seed, min_n=1
+    )
     assert lo <= est <= hi
     # a resample mean lies in [min, max] up to rounding: (x + x + x) / 3 may be x + 1 ulp
     # (hypothesis found hi = max + 3e-17 for rows [0, 0, 0.2419...])
@@ -179,7 +182,7 @@ def test_constant_strata_give_a_degenerate_ci(rows: list[tuple[float, str]]) -> 
     constants = {"x": 0.1, "y": 0.7, "z": 0.3}
     values = [constants[s] for _, s in rows]
     strata = [s for _, s in rows]
-    est, lo, hi = stratified_bootstrap(values, strata, n_boot=100, seed=0)
+    est, lo, hi = stratified_bootstrap(values, strata, n_boot=100, seed=0, min_n=1)
     assert lo == est == hi
 
 
@@ -215,7 +218,12 @@ def test_by_group_reproducible_and_degenerate() -> None:
     first = bootstrap_by_group(x, groups, n_boot=300, seed=4)
     assert bootstrap_by_group(x, groups, n_boot=300, seed=4) == first
     assert bootstrap_by_group(x, groups, n_boot=300, seed=5) != first
-    assert bootstrap_by_group([0.25], ["solo"], n_boot=50, seed=0) == {"solo": (0.25, 0.25, 0.25)}
+    # one unit: no zero-width interval (issue #30, MIN_N_BOOTSTRAP); min_n=1 shows why not
+    (solo,) = bootstrap_by_group([0.25], ["solo"], n_boot=50, seed=0).values()
+    assert solo[0] == 0.25 and math.isnan(solo[1]) and math.isnan(solo[2])
+    assert bootstrap_by_group([0.25], ["solo"], n_boot=50, seed=0, min_n=1) == {
+        "solo": (0.25, 0.25, 0.25)
+    }
     assert bootstrap_by_group([], [], n_boot=50, seed=0) == {}
     with pytest.raises(ValueError):
         bootstrap_by_group([1.0], ["a", "b"], n_boot=50, seed=0)
@@ -225,7 +233,7 @@ def test_by_group_with_items() -> None:
     values = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
     groups = ["a", "a", "a", "a", "b", "b"]
     items = ["q1", "q1", "q2", "q2", "q3", "q3"]
-    table = bootstrap_by_group(values, groups, n_boot=100, seed=0, items=items)
+    table = bootstrap_by_group(values, groups, n_boot=100, seed=0, items=items, min_n=1)
     assert table["a"][0] == pytest.approx(0.75)
     assert table["b"] == (0.0, 0.0, 0.0)
 
@@ -235,9 +243,33 @@ def test_by_group_with_items() -> None:
 def test_by_group_ci_contains_group_mean(rows: list[tuple[float, str]], seed: int) -> None:
     values = [v for v, _ in rows]
     groups = [g for _, g in rows]
-    table = bootstrap_by_group(values, groups, n_boot=200, seed=seed)
+    table = bootstrap_by_group(values, groups, n_boot=200, seed=seed, min_n=1)
     assert set(table) == set(groups)
     for g, (est, lo, hi) in table.items():
         members = [v for v, gg in rows if gg == g]
         assert est == pytest.approx(sum(members) / len(members), abs=1e-12)
         assert lo <= est <= hi
+
+
+# --- no bootstrap interval below MIN_N_BOOTSTRAP (issue #30 item 4) ------------------------------
+
+
+def test_small_groups_get_no_interval_and_leave_the_others_unchanged() -> None:
+    rng = np.random.default_rng(11)
+    big = rng.random(40).tolist()
+    values = [*big, 0.3, 0.9, 0.5]
+    groups = ["big"] * 40 + ["two", "two", "one"]
+    table = bootstrap_by_group(values, groups, n_boot=500, seed=9)
+    assert MIN_N_BOOTSTRAP == 10
+    for g in ("two", "one"):
+        est, lo, hi = table[g]
+        assert math.isfinite(est) and math.isnan(lo) and math.isnan(hi)
+    # the small groups' draws are still made: the big group's interval is the one min_n=1 gives
+    assert table["big"] == bootstrap_by_group(values, groups, n_boot=500, seed=9, min_n=1)["big"]
+    at_min = bootstrap_by_group(big[:10], ["g"] * 10, n_boot=500, seed=9)["g"]
+    assert all(math.isfinite(x) for x in at_min)
+
+
+def test_stratified_below_the_minimum_has_no_interval() -> None:
+    est, lo, hi = stratified_bootstrap([0.1, 0.5, 0.9], ["a", "b", "b"], n_boot=100, seed=1)
+    assert est == pytest.approx(0.5) and math.isnan(lo) and math.isnan(hi)

@@ -18,6 +18,7 @@ from sealedeval.stats.comparisons import (
     SMALL_N,
     ComparisonPlan,
     adjust_families,
+    comparison_seed,
     from_item_means,
     paired_comparison,
 )
@@ -153,3 +154,108 @@ def test_too_few_items_for_the_sign_test_to_reject_is_never_detectable() -> None
     six = paired_comparison("six", "engines", "a", "b", _scores([1] * 6), _scores([0] * 6), PLAN)
     assert six["p"] == 0.03125 and six["mde"] == 0.0 and six["detectable"] is True
     assert stats.sign_test_power(5, 1.0) == 0.0 < stats.sign_test_power(6, 1.0)
+
+
+# --- issue #30: the test chosen by score type and named in the plan; roles and BH ------------
+
+
+def test_binary_family_gets_exact_mcnemar_with_midp_beside() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "exact_mcnemar"})
+    c = paired_comparison("a vs b", "engines", "a", "b", _scores(A), _scores(B), plan)
+    assert c["test"] == "exact_mcnemar" and c["permutation"] is None
+    b_, c_ = c["a_better"], c["b_better"]
+    assert c["p"] == scipy_stats.binomtest(b_, b_ + c_).pvalue
+    assert c["p_midp"] == pytest.approx(
+        scipy_stats.binomtest(b_, b_ + c_).pvalue - scipy_stats.binom.pmf(c_, b_ + c_, 0.5)
+    )
+    assert plan.describe()["tests"] == {"engines": "exact_mcnemar"}
+
+
+def test_non_binary_family_gets_the_paired_permutation_test() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "paired_permutation"})
+    rng = np.random.default_rng(2)
+    xa = rng.random(9).round(2)
+    xb = (xa - 0.2 + rng.normal(0, 0.1, 9)).clip(0, 1).round(2)
+    # two replicates per item whose mean is the item score: the test runs on item means
+    a = {f"i{j}": [float(x) - 0.05, float(x) + 0.05] for j, x in enumerate(xa)}
+    b = {f"i{j}": [float(x)] for j, x in enumerate(xb)}
+    c = paired_comparison("a vs b", "engines", "a", "b", a, b, plan)
+    ref = scipy_stats.permutation_test(
+        (xa, xb),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=np.inf,
+        vectorized=True,
+    )
+    assert c["test"] == "paired_permutation" and c["p_midp"] is None
+    assert c["p"] == pytest.approx(ref.pvalue, abs=1e-12)
+    assert c["permutation"] == {
+        "exact": True,
+        "n_nonzero": 9,
+        "n_permutations": 512,
+        "seed": None,
+        "exact_max_n": 20,
+    }
+
+
+def test_monte_carlo_permutation_records_its_seed() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "paired_permutation"})
+    rng = np.random.default_rng(5)
+    a = {f"i{j}": [float(x)] for j, x in enumerate(rng.random(40))}
+    b = {f"i{j}": [float(x)] for j, x in enumerate(rng.random(40))}
+    c1 = paired_comparison("a vs b", "engines", "a", "b", a, b, plan)
+    c2 = paired_comparison("a vs b", "engines", "a", "b", a, b, plan)
+    perm = c1["permutation"]
+    assert perm is not None and perm["exact"] is False and perm["n_permutations"] == 10_000
+    assert perm["seed"] == comparison_seed(plan.permutation_seed, "a vs b")
+    assert c1 == c2
+
+
+def test_undeclared_test_is_chosen_by_score_type() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs"})
+    binary = paired_comparison("x", "engines", "a", "b", _scores(A), _scores(B), plan)
+    graded = paired_comparison(
+        "y", "engines", "a", "b", {"i": [0.5], "j": [0.2]}, {"i": [0.1], "j": [0.2]}, plan
+    )
+    assert binary["test"] == "exact_mcnemar" and graded["test"] == "paired_permutation"
+    assert plan.describe()["tests"] == {"engines": "by_score_type"}
+
+
+def test_the_plan_governs_even_when_scores_are_not_binary() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "exact_mcnemar"})
+    c = paired_comparison(
+        "x", "engines", "a", "b", {"i": [0.5], "j": [0.75]}, {"i": [0.0], "j": [0.5]}, plan
+    )
+    assert c["test"] == "exact_mcnemar" and c["p"] == stats.sign_test(2, 0)
+    with pytest.raises(ValueError, match="does not declare"):
+        ComparisonPlan(families={"engines": "pairs"}, tests={"other": "exact_mcnemar"})
+    with pytest.raises(ValueError, match="test must be one of"):
+        ComparisonPlan(families={"engines": "pairs"}, tests={"engines": "t-test"})
+
+
+def test_exploratory_families_get_benjamini_hochberg_confirmatory_holm() -> None:
+    plan = ComparisonPlan(families={"engines": "pairs", "exploratory": "added after the seal"})
+    rng = np.random.default_rng(8)
+    recs = []
+    for j in range(5):
+        fam = "engines" if j < 2 else "exploratory"
+        a = _scores([1] * (20 + 3 * j) + [0] * (20 - 3 * j))
+        b = _scores(list(rng.integers(0, 2, 40)))
+        recs.append(paired_comparison(f"c{j}", fam, "a", "b", a, b, plan))
+    adjust_families(recs)
+    conf, expl = recs[:2], recs[2:]
+    assert [r["role"] for r in recs] == ["confirmatory"] * 2 + ["exploratory"] * 3
+    assert [r["p_adj"] for r in conf] == pytest.approx(stats.holm([r["p"] for r in conf]))
+    ref = scipy_stats.false_discovery_control([r["p"] for r in expl], method="bh")
+    assert [r["p_adj"] for r in expl] == pytest.approx(list(ref))
+    assert {r["correction"] for r in conf} == {"holm"}
+    assert {r["correction"] for r in expl} == {"benjamini-hochberg"}
+    assert plan.describe()["roles"] == {"engines": "confirmatory", "exploratory": "exploratory"}
+
+
+def test_small_n_bootstrap_comparison_has_no_interval_and_says_why() -> None:
+    a = {"i1": [0.9], "i2": [0.4], "i3": [0.7]}
+    b = {"i1": [0.5], "i2": [0.4], "i3": [0.1]}
+    c = paired_comparison("x", "engines", "a", "b", a, b, PLAN, interval="bootstrap", seed=1)
+    assert c["diff"] == pytest.approx(1.0 / 3) and c["lo"] is None and c["hi"] is None
+    assert "3 items, below the 10" in c["ci_note"]

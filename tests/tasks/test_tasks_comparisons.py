@@ -78,12 +78,19 @@ def test_records_holm_over_every_pair_and_the_plans_delta(tmp_path: Path) -> Non
             families={"engines": "every pair of engines the suite compares, on the items both did"},
             delta=0.1,
             power=0.9,
+            tests={"engines": "exact_mcnemar"},
         ).describe()
     )
+    assert a["comparison_plan"]["tests"] == {"engines": "exact_mcnemar"}
     cs = a["comparisons"]
     assert [(c["a"], c["b"]) for c in cs] == [("a", "b"), ("a", "c"), ("b", "c")]
     recs = [c["paired"] for c in cs]
     assert [r["p"] for r in recs] == [c["p"] for c in cs]
+    # 0/1 verdicts: the mid-p McNemar test beside the exact one, the family confirmatory
+    assert [r["p_midp"] for r in recs] == [
+        stats.mcnemar_midp(r["a_better"], r["b_better"]) for r in recs
+    ]
+    assert {r["role"] for r in recs} == {"confirmatory"}
     assert [r["p_adj"] for r in recs] == pytest.approx(stats.holm([r["p"] for r in recs]))
     ab = recs[0]
     x = [float(v) for v in OK["a"]]
@@ -106,7 +113,10 @@ def test_report_table_has_every_column(tmp_path: Path) -> None:
     assert "| " + " | ".join(HEADER) + " |" in md
     row = next(line for line in md.splitlines() if line.startswith("| a vs c |"))
     cells = [x.strip() for x in row.strip("|").split("|")]
-    assert cells[2] == "12" and cells[3] == "0 / 1 / 11"
-    assert cells[6].endswith("(of 3)") and cells[8].endswith("(δ = 0.05)")
-    assert "could not have detected" in cells[9]  # one item in twelve: MDE far above 1/12
+    col = HEADER.index
+    assert cells[col("n")] == "12" and cells[col("A better / B better / ties")] == "0 / 1 / 11"
+    assert cells[col("p adjusted")].endswith("(Holm, of 3)") and cells[
+        HEADER.index("n for δ")
+    ].endswith("(δ = 0.05)")
+    assert "could not have detected" in cells[col("could it detect the difference?")]
     assert "Second view, Bayesian" in md

@@ -8,6 +8,12 @@ For 0/1 scores on fewer than 100 items a second, labelled table gives the Beta(1
 (posterior intervals beside Wilson, P(A > B)); it never replaces the frequentist headline.
 The numbers come from result.json; nothing here computes a statistic. Fixed formats:
 determinism.
+
+Issue #30: each row says its role (``confirmatory``: a family of the sealed plan, Holm;
+``exploratory``: outside it, Benjamini–Hochberg) and the test the plan named for it (exact
+McNemar with the mid-p beside it for 0/1 scores, the paired permutation test otherwise), and a
+missing interval says why. Records written before issue #30 lack those keys and render as
+before (role from the family name, the exact sign test).
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ from sealedeval.render.md import num, pval, table
 
 HEADER = (
     "comparison",
+    "role",
     "family",
     "n",
     "A better / B better / ties",
     "A − B [95% CI]",
-    "p (exact)",
-    "p Holm",
+    "test",
+    "p",
+    "p adjusted",
     "MDE (power)",
     "n for δ",
     "could it detect the difference?",
@@ -38,10 +46,50 @@ def _interval(lo: Any, hi: Any, digits: int = 3) -> str:
 
 
 def difference_ci(c: Mapping[str, Any]) -> str:
-    """'0.300 [0.001, 0.599]', or 'n/a' without a difference."""
+    """'0.300 [0.001, 0.599]', or 'n/a' without a difference; a missing interval carries its
+    reason ('0.333 [n/a: no interval: 3 cases, below the 10 ...]')."""
     if c.get("diff") is None:
         return "n/a"
+    if (c.get("lo") is None or c.get("hi") is None) and c.get("ci_note"):
+        return f"{num(c['diff'])} [n/a: {c['ci_note']}]"
     return f"{num(c['diff'])} {_interval(c.get('lo'), c.get('hi'))}"
+
+
+TEST_LABELS = {
+    "exact_mcnemar": "exact McNemar",
+    "paired_permutation": "paired permutation",
+}
+CORRECTION_LABELS = {"holm": "Holm", "benjamini-hochberg": "BH"}
+
+
+def role(c: Mapping[str, Any]) -> str:
+    """The record's role; a record from before issue #30 by its family's name."""
+    r = c.get("role")
+    if r:
+        return str(r)
+    return "exploratory" if str(c.get("family", "")).startswith("exploratory") else "confirmatory"
+
+
+def test_label(c: Mapping[str, Any]) -> str:
+    """'exact McNemar', 'paired permutation (exact, 512 flips)' or '... (Monte Carlo, 10000
+    draws, seed 123)'."""
+    t = str(c.get("test") or "exact_mcnemar")
+    label = TEST_LABELS.get(t, t)
+    perm = c.get("permutation")
+    if isinstance(perm, Mapping):
+        if perm.get("exact"):
+            label += f" (exact, {perm.get('n_permutations')} flips)"
+        else:
+            label += f" (Monte Carlo, {perm.get('n_permutations')} draws, seed {perm.get('seed')})"
+    return label
+
+
+def p_cell(c: Mapping[str, Any]) -> str:
+    """The p of the plan's test, with the mid-p McNemar beside it for 0/1 scores."""
+    out = pval(c["p"], 4)
+    if c.get("p_midp") is not None:
+        out += f" (mid-p {pval(c['p_midp'], 4)})"
+    return out
 
 
 def detection_words(c: Mapping[str, Any]) -> str:
@@ -59,18 +107,21 @@ def detection_words(c: Mapping[str, Any]) -> str:
 def _holm(c: Mapping[str, Any]) -> str:
     if c.get("p_adj") is None:
         return "n/a"
-    return f"{pval(c['p_adj'], 4)} (of {c.get('family_size', '?')})"
+    how = CORRECTION_LABELS.get(str(c.get("correction", "holm")), str(c.get("correction")))
+    return f"{pval(c['p_adj'], 4)} ({how}, of {c.get('family_size', '?')})"
 
 
 def comparison_rows(records: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     return [
         [
             c["name"],
+            role(c),
             c["family"],
             c["n"],
             f"{c['a_better']} / {c['b_better']} / {c['ties']}",
             difference_ci(c),
-            pval(c["p"], 4),
+            test_label(c),
+            p_cell(c),
             _holm(c),
             f"{num(c['mde'])} ({c['power']:.0%})" if c.get("mde") is not None else "n/a",
             f"{c['n_needed_for_delta']} (δ = {c['delta']:g})"
@@ -112,13 +163,24 @@ def methods_note(records: Sequence[Mapping[str, Any]]) -> str:
         return ""
     c = records[0]
     ci = sorted({str(r["ci_method"]) for r in records})
+    tests = sorted({str(r["p_method"]) for r in records})
+    midp = any(r.get("p_midp") is not None for r in records)
     return (
-        f"Intervals: {'; '.join(ci)}. p: {c['p_method']}; p Holm: Holm-adjusted across the "
-        f"comparisons of its family (of m). MDE: the smallest true difference a two-sided "
-        f"α = {c['alpha']:g} test detects with power {c['power']:.0%} on these n items "
-        "(Miller 2024 Eq. 9 inverted, variances estimated from these scores); n for δ: items "
-        "needed to detect the plan's δ. A non-significant p where the MDE exceeds the observed "
-        "difference says nothing about equality."
+        f"Intervals: {'; '.join(ci)}. p: the test the sealed plan names for the family "
+        f"({'; '.join(tests)})"
+        + (
+            "; mid-p: the mid-p McNemar test (Fagerland, Lydersen & Laake 2013), less "
+            "conservative than the exact test, printed beside it"
+            if midp
+            else ""
+        )
+        + ". Role: confirmatory — a family of the sealed, pre-registered plan, p adjusted by "
+        "Holm across its family (of m); exploratory — outside it (e.g. an engine added after "
+        "the seal), p adjusted by Benjamini–Hochberg (BH) across its family. MDE: the smallest "
+        f"true difference a two-sided α = {c['alpha']:g} test detects with power "
+        f"{c['power']:.0%} on these n items (Miller 2024 Eq. 9 inverted, variances estimated "
+        "from these scores); n for δ: items needed to detect the plan's δ. A non-significant p "
+        "where the MDE exceeds the observed difference says nothing about equality."
     )
 
 

@@ -236,6 +236,10 @@ def zero_or_undefined(metrics: Sequence[Mapping[str, Any]]) -> bool:
     return all((_finite(m.get("estimate")) or 0.0) == 0.0 for m in metrics)
 
 
+NO_CI = "no CI"
+"""Beside a bar whose estimate has no interval (too few units: the report's table says why)."""
+
+
 def interval_bars(
     ax: Axes,
     groups: Sequence[str],
@@ -244,11 +248,15 @@ def interval_bars(
     horizontal: bool = False,
     rotate: bool = False,
     colors: Sequence[str] = PALETTE,
+    mark_no_ci: bool = False,
 ) -> None:
     """Grouped bars with error bars: one group per ``groups`` entry, one bar per series.
 
     A missing estimate is marked "n/a" at its slot, so a reader sees that something was
-    planned and not estimable rather than a silently absent bar.
+    planned and not estimable rather than a silently absent bar. An estimate without an
+    interval (e.g. fewer units than ``stats.MIN_N_BOOTSTRAP``) gets no whisker; with
+    ``mark_no_ci`` also the words ``NO_CI`` beside its bar (off by default, so the figures of
+    suites that do not ask keep their bytes).
     """
     n = max(1, len(series))
     width = 0.8 / n
@@ -273,6 +281,12 @@ def interval_bars(
                     )
                 continue
             e, lo, hi = v
+            if mark_no_ci and (lo is None or hi is None):
+                if horizontal:
+                    ax.text(e + 0.01, x, NO_CI, va="center", fontsize="x-small", color=color)
+                else:
+                    ax.text(x, e + 0.01, NO_CI, ha="center", va="bottom", rotation=90,
+                            fontsize="x-small", color=color)  # fmt: skip
             pos.append(x)
             est.append(e)
             err_lo.append(max(0.0, e - lo) if lo is not None else 0.0)

@@ -22,6 +22,7 @@ HEADER = (
     "n error",
     "n total",
     "unit",
+    "role",
 )
 
 
@@ -62,9 +63,18 @@ def groups_label(m: Mapping[str, Any], added: Collection[str] = ()) -> str:
 
 
 def interval_label(m: Mapping[str, Any]) -> str:
+    """'[0.1, 0.5]'; '-' without an interval, or its reason when the record gives one
+    (``note``, e.g. too few cases for a bootstrap interval)."""
     if m.get("lo") is None or m.get("hi") is None:
-        return "-"
+        note = m.get("note")
+        return f"n/a ({note})" if note else "-"
     return f"[{num(m['lo'])}, {num(m['hi'])}]"
+
+
+def role_label(m: Mapping[str, Any]) -> str:
+    """``confirmatory`` or ``exploratory`` (a record from before issue #30: exploratory, as
+    every metric that is not a sealed comparison's)."""
+    return str(m.get("role") or "exploratory")
 
 
 COST_SUFFIX = "_usd"
@@ -100,6 +110,7 @@ def metric_table(
                 m["n_error"],
                 m["n_total"],
                 m["unit"],
+                role_label(m),
             ]
             for m in metrics
         ],

@@ -38,6 +38,7 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.stats.comparisons import EXPLORATORY
 
 DESIGN_FORMAT = "sealedeval.design/1"
 ENGINE_IDENTITY_KEYS = ("kind", "model", "variant")
@@ -234,10 +235,11 @@ def describe(entry: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-EXPLORATORY_FAMILY = "exploratory"
+EXPLORATORY_FAMILY = EXPLORATORY
 """The comparison family of every pair the sealed design does not hold (a pair with an engine
-added after the seal): Holm-adjusted on its own, so the pre-registered family keeps the size
-it was sealed with."""
+added after the seal): Benjamini–Hochberg-adjusted on its own (``stats.comparisons``: a family
+named ``exploratory…`` is exploratory), so the pre-registered family keeps the size it was
+sealed with."""
 
 
 def sealed_suite_design(cfg: Config, suite: str) -> dict[str, Any] | None:
@@ -275,11 +277,13 @@ def added_engines(cfg: Config, suite: str, engines: Iterable[str]) -> frozenset[
 def to_exploratory(records: Iterable[MutableMapping[str, Any]]) -> None:
     """Move comparison records (``stats.comparisons.Comparison``) that involve an engine added
     after the seal out of their declared family into ``exploratory: <family>``, before the
-    suite's Holm adjustment (``adjust_families``): each declared family keeps the size it was
-    sealed with, and the added engine's comparisons are adjusted among themselves."""
+    suite's adjustment (``adjust_families``): each declared family keeps the size it was
+    sealed with (Holm), and the added engine's comparisons are adjusted among themselves
+    (Benjamini–Hochberg) and labelled exploratory."""
     for rec in records:
         if not str(rec["family"]).startswith(EXPLORATORY_FAMILY):
             rec["family"] = f"{EXPLORATORY_FAMILY}: {rec['family']}"
+            rec["role"] = EXPLORATORY
 
 
 def run_status(cfg: Config, suite: str, engine: str) -> str:

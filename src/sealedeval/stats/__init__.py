@@ -18,6 +18,7 @@ from ._agreement import agreement, cohen_kappa
 from ._bayes import beta_interval, prob_a_better
 from ._bootstrap import bootstrap_by_group, paired_bootstrap, stratified_bootstrap
 from ._contamination import mean_nll, min_k_prob, perplexity
+from ._mcnemar import mcnemar_midp
 from ._mde import (
     VarianceComponents,
     discordant_split,
@@ -36,19 +37,23 @@ from ._passk import (
     pass_hat_k,
     pass_k_curves,
 )
+from ._permutation import PermutationTest, paired_permutation
 from ._power import sample_size_items
 from ._ppi import MIN_LABELLED, MIN_UNLABELLED, MeanInterval, PPIMean, ppi_mean
 from ._proportion import Z_95, compounded, wilson
 from ._se import clustered_se, item_means, item_se, mean_sd
 from ._sequential import Look, SequentialResult, check_stop, cs_radius, sequential_rule
+from ._small_n import MIN_N_BOOTSTRAP, bootstrap_note, clopper_pearson
 
 __all__ = [
     "MIN_LABELLED",
+    "MIN_N_BOOTSTRAP",
     "MIN_UNLABELLED",
     "Z_95",
     "Look",
     "MeanInterval",
     "PPIMean",
+    "PermutationTest",
     "SequentialResult",
     "VarianceComponents",
     "abstention_score",
@@ -56,7 +61,9 @@ __all__ = [
     "benjamini_hochberg",
     "beta_interval",
     "bootstrap_by_group",
+    "bootstrap_note",
     "check_stop",
+    "clopper_pearson",
     "clustered_se",
     "cohen_kappa",
     "compounded",
@@ -65,6 +72,7 @@ __all__ = [
     "holm",
     "item_means",
     "item_se",
+    "mcnemar_midp",
     "mde_paired",
     "mean_nll",
     "mean_pass_at_k",
@@ -74,6 +82,7 @@ __all__ = [
     "min_k_prob",
     "paired_bootstrap",
     "paired_difference",
+    "paired_permutation",
     "paired_se",
     "pass_at_k",
     "pass_hat_k",

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ._small_n import MIN_N_BOOTSTRAP
 from ._validate import (
     FloatArray,
     K,
@@ -92,6 +93,11 @@ def _percentile(estimates: FloatArray, level: float) -> tuple[float, float, floa
     return (float(estimates[0]), float(lo), float(hi))
 
 
+def _small(est: tuple[float, float, float], n: int, min_n: int) -> tuple[float, float, float]:
+    """``est`` without its interval when it rests on fewer than ``min_n`` units."""
+    return est if n >= min_n else (est[0], math.nan, math.nan)
+
+
 def _check_boot(n_boot: int, seed: int, level: float) -> tuple[int, np.random.Generator, float]:
     nb = as_count(n_boot, "n_boot")
     if nb < 1:
@@ -109,6 +115,7 @@ def stratified_bootstrap(
     seed: int,
     level: float = 0.95,
     items: Sequence[Hashable] | None = None,
+    min_n: int = MIN_N_BOOTSTRAP,
 ) -> tuple[float, float, float]:
     """Stratified percentile bootstrap CI for a (weighted) mean of stratum means.
 
@@ -131,7 +138,9 @@ def stratified_bootstrap(
 
     Degenerate cases: no values → ``(nan, nan, nan)``; a stratum with positive weight but no
     values → ``(nan, nan, nan)`` (the composite is undefined, and dropping the stratum would
-    change the estimand). A stratum of one unit contributes no resampling variability.
+    change the estimand). A stratum of one unit contributes no resampling variability. Fewer
+    than ``min_n`` units in all → ``(estimate, nan, nan)`` (``stats._small_n``: no bootstrap
+    interval below ``MIN_N_BOOTSTRAP``; the draws are still made, so the stream is the same).
 
     Args:
         values: One score per observation.
@@ -143,6 +152,7 @@ def stratified_bootstrap(
         level: Confidence level in (0, 1).
         items: Item id of each observation; replicates are averaged per item first. An item
             must lie in a single stratum.
+        min_n: Fewest units with an interval (``MIN_N_BOOTSTRAP``).
 
     Returns:
         ``(estimate, lower, upper)``.
@@ -180,7 +190,7 @@ def stratified_bootstrap(
     for h in range(len(uniques)):
         stratum = u[order[bounds[h] : bounds[h + 1]]]
         means[:, h] = _resampled_sums(rng, stratum, nb) / stratum.size
-    return _percentile((means * coef).sum(axis=1), lv)
+    return _small(_percentile((means * coef).sum(axis=1), lv), int(u.size), min_n)
 
 
 def bootstrap_by_group(
@@ -191,6 +201,7 @@ def bootstrap_by_group(
     seed: int,
     level: float = 0.95,
     items: Sequence[Hashable] | None = None,
+    min_n: int = MIN_N_BOOTSTRAP,
 ) -> dict[K, tuple[float, float, float]]:
     """Percentile bootstrap CI of the mean within each group (for per-label tables).
 
@@ -199,7 +210,10 @@ def bootstrap_by_group(
     ``Generator(PCG64(seed))`` serves all groups in order of first appearance, so results are
     reproducible for a given seed and input order. Vectorised: one pass per group.
 
-    Degenerate cases: no values → empty dict; a group of one unit → ``(x, x, x)``.
+    Degenerate cases: no values → empty dict; a group of fewer than ``min_n`` units (one unit
+    included) → ``(mean, nan, nan)``: no bootstrap interval below ``MIN_N_BOOTSTRAP``
+    (``stats._small_n``; a group of one unit used to get the zero-width ``(x, x, x)``). Its
+    draws are still made, so the other groups' intervals do not depend on it.
 
     Args:
         values: One score per observation.
@@ -208,6 +222,7 @@ def bootstrap_by_group(
         seed: Non-negative integer seed.
         level: Confidence level in (0, 1).
         items: Item id of each observation; an item must lie in a single group.
+        min_n: Fewest units a group needs for an interval (``MIN_N_BOOTSTRAP``).
 
     Returns:
         Group → ``(mean, lower, upper)``, in order of first appearance.
@@ -224,7 +239,8 @@ def bootstrap_by_group(
     table: dict[K, tuple[float, float, float]] = {}
     for h, group in enumerate(uniques):
         unit_values = u[order[bounds[h] : bounds[h + 1]]]
-        table[group] = _percentile(_resampled_sums(rng, unit_values, nb) / unit_values.size, lv)
+        est = _percentile(_resampled_sums(rng, unit_values, nb) / unit_values.size, lv)
+        table[group] = _small(est, int(unit_values.size), min_n)
     return table
 
 
@@ -235,6 +251,7 @@ def paired_bootstrap(
     n_boot: int = 2000,
     seed: int,
     level: float = 0.95,
+    min_n: int = MIN_N_BOOTSTRAP,
 ) -> tuple[float, float, float]:
     """Seeded percentile bootstrap CI of the mean paired difference ``mean(a − b)``.
 
@@ -246,9 +263,10 @@ def paired_bootstrap(
     bootstraps here (``Generator(PCG64(seed))``, multinomial counts when the differences take few
     distinct values), so a seed always gives the same interval.
 
-    Degenerate cases: no pairs → ``(nan, nan, nan)``; one pair → ``(d, nan, nan)`` (a resample
-    of one item has no spread; a zero-width interval would claim certainty); every pair tied →
-    ``(0.0, 0.0, 0.0)``.
+    Degenerate cases: no pairs → ``(nan, nan, nan)``; fewer than ``min_n`` pairs (one pair
+    included) → ``(d̄, nan, nan)`` (``stats._small_n``: a resample of one item has no spread, of
+    a few items a handful of values; a zero-width or percentile interval there would claim a
+    certainty the data do not have); every pair tied (at least ``min_n``) → ``(0.0, 0.0, 0.0)``.
 
     Args:
         a: Per-item scores of engine A (item means if there are replicates).
@@ -256,6 +274,7 @@ def paired_bootstrap(
         n_boot: Resamples, ``>= 1``.
         seed: Non-negative integer seed.
         level: Confidence level in (0, 1).
+        min_n: Fewest pairs with an interval (``MIN_N_BOOTSTRAP``).
 
     Returns:
         ``(difference, lower, upper)``.
@@ -270,6 +289,6 @@ def paired_bootstrap(
     d = as_float_array(a, "a") - as_float_array(b, "b")
     if d.size == 0:
         return _NAN3
-    if d.size == 1:
-        return (float(d[0]), math.nan, math.nan)
+    if d.size < min_n:
+        return (float(np.mean(d)), math.nan, math.nan)
     return _percentile(_resampled_sums(rng, d, nb) / d.size, lv)

@@ -30,6 +30,14 @@ METRIC_KEYS = (
     "n_error",
     "unit",
 )
+"""The keys every metric has (readers that predate issue #30 read exactly these)."""
+OPTIONAL_METRIC_KEYS = ("note", "role")
+"""Keys ``metric`` always writes since issue #30, absent from older result.json files:
+``note`` — why a number or its interval is not given (e.g. ``stats._small_n.bootstrap_note``)
+— and ``role`` — ``confirmatory`` or ``exploratory`` (``ROLES``)."""
+CONFIRMATORY = "confirmatory"
+EXPLORATORY = "exploratory"
+ROLES = (CONFIRMATORY, EXPLORATORY)
 
 
 class Metric(TypedDict):
@@ -38,7 +46,11 @@ class Metric(TypedDict):
     ``groups`` names the cell (e.g. ``{"engine": "local", "condition": "A"}``); ``method`` the
     interval (``wilson``, ``item-clustered normal``, ``bootstrap``, ``none``); ``unit`` the unit
     of analysis the interval treats as independent (``item``, ``request``, ``case``...).
-    ``estimate``/``lo``/``hi`` are None where nothing is estimable (never a spurious 0).
+    ``estimate``/``lo``/``hi`` are None where nothing is estimable (never a spurious 0), and
+    ``note`` then says why ("no interval: 2 cases, below the 10 a bootstrap interval needs").
+    ``role`` is ``confirmatory`` for a number of the sealed, pre-registered comparison family
+    (a comparison's p in a confirmatory family) and ``exploratory`` for everything else —
+    descriptive estimates included: they were not pre-registered as tests (issue #30 item 5).
     """
 
     metric: str
@@ -51,6 +63,8 @@ class Metric(TypedDict):
     n_ok: int
     n_error: int
     unit: str
+    note: str
+    role: str
 
 
 def _num(x: float | None) -> float | None:
@@ -72,8 +86,16 @@ def metric(
     n_ok: int,
     n_error: int,
     unit: str,
+    note: str = "",
+    role: str = EXPLORATORY,
 ) -> Metric:
-    """A ``Metric`` with plain JSON types (non-finite numbers become None)."""
+    """A ``Metric`` with plain JSON types (non-finite numbers become None).
+
+    Raises:
+        ValueError: ``role`` is not one of ``ROLES``.
+    """
+    if role not in ROLES:
+        raise ValueError(f"metric {name!r}: role must be one of {ROLES}, got {role!r}")
     return Metric(
         metric=name,
         groups={str(k): str(v) for k, v in sorted(groups.items())},
@@ -85,6 +107,8 @@ def metric(
         n_ok=int(n_ok),
         n_error=int(n_error),
         unit=unit,
+        note=note,
+        role=role,
     )
 
 
@@ -97,6 +121,8 @@ def point_metric(
     unit: str,
     *,
     method: str = "none",
+    note: str = "",
+    role: str = EXPLORATORY,
 ) -> Metric:
     """A ``Metric`` without an interval (κ, agreement, pass@k, a p-value, a cost)."""
     return metric(
@@ -110,6 +136,8 @@ def point_metric(
         n_ok=n_ok,
         n_error=n_error,
         unit=unit,
+        note=note,
+        role=role,
     )
 
 
@@ -224,10 +252,17 @@ def sort_metrics(metrics: Iterable[Metric]) -> list[Metric]:
 
 
 def validate_metrics(metrics: Any, where: str) -> list[Metric]:
-    """Check an analysis's ``metrics`` against the schema; a suite bug is a ValueError naming it."""
+    """Check an analysis's ``metrics`` against the schema; a suite bug is a ValueError naming it.
+
+    Every key of ``METRIC_KEYS`` is required; ``OPTIONAL_METRIC_KEYS`` may be present (a
+    suite built before issue #30 writes none of them), no other key; ``role`` one of ``ROLES``.
+    """
     if not isinstance(metrics, list):
         raise ValueError(f"{where}: analysis has no 'metrics' list")
+    allowed = {*METRIC_KEYS, *OPTIONAL_METRIC_KEYS}
     for i, m in enumerate(metrics):
-        if not isinstance(m, Mapping) or set(m) != set(METRIC_KEYS):
+        if not isinstance(m, Mapping) or not set(METRIC_KEYS) <= set(m) <= allowed:
             raise ValueError(f"{where}: metrics[{i}] does not follow stats.metrics.Metric")
+        if m.get("role", EXPLORATORY) not in ROLES:
+            raise ValueError(f"{where}: metrics[{i}] has role {m.get('role')!r}, not {ROLES}")
     return list(metrics)

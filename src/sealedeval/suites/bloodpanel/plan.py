@@ -25,7 +25,12 @@ dropped.
   ``paired`` of ``stats.comparisons``): a seeded paired percentile bootstrap interval of the mean
   difference (cases resampled, the composite is not binary), the Holm-adjusted p across the
   family ``engines`` (every pair of engines), the MDE at 80 % power for the cases at hand and the
-  cases needed for δ = 0.05 on the composite (``COMPARISON_PLAN``).
+  cases needed for δ = 0.05 on the composite (``COMPARISON_PLAN``). The record's p (issue #30):
+  the composite is not 0/1, so the plan names the paired permutation test over cases (case means,
+  exact up to 20 non-zero differences, seeded Monte Carlo beyond); the sign test stays in
+  ``p`` of the older table.
+* **Small n** (issue #30) — no bootstrap interval from fewer than ``stats.MIN_N_BOOTSTRAP`` = 10
+  cases (a specialty of 1–9 cases shows its mean and "no interval", with the reason).
 * **Review sample** — ``REVIEW_N`` = 201 cases per engine drawn with seed ``REVIEW_SEED`` =
   20260426, stratified by specialty with largest-remainder allocation, so exactly 201 come back
   (all cases when the cohort is smaller). It is listed for human review and never used for a
@@ -48,7 +53,7 @@ import numpy.typing as npt
 
 from sealedeval import stats
 from sealedeval.keys import derive_seed
-from sealedeval.stats.comparisons import ComparisonPlan, paired_comparison
+from sealedeval.stats.comparisons import PERMUTATION_TEST, ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, rate_metric, status_counts
 from sealedeval.suites.bloodpanel.synthetic import largest_remainder
 
@@ -73,6 +78,8 @@ COMPARISON_PLAN: Final = ComparisonPlan(
     alpha=0.05,
     power=0.8,
     correction="holm",
+    # the composite is not 0/1: the paired permutation test over cases (issue #30)
+    tests={"engines": PERMUTATION_TEST},
 )
 """Pre-registered comparison plan (sealed with this file): one family, δ on the composite."""
 
@@ -234,6 +241,9 @@ def metrics(
             head[name]["hi"],
             method=HEADLINE_METHOD,
             unit="case",
+            note=interval_note(
+                head[name], head["n_cases" if name.endswith("_as_zero") else "n_cases_ok"]
+            ),
             **n,
         )
         for name in HEADLINE_METRICS
@@ -266,9 +276,19 @@ def metrics(
                 n_ok=x["n_ok"],
                 n_error=x["n_error"],
                 unit="case",
+                note=interval_note(c, x["n_cases_ok"]),
             )
         )
     return out
+
+
+def interval_note(ci: Mapping[str, Any], n_cases: int) -> str:
+    """Why ``ci`` (``{mean, lo, hi}``) has no interval: fewer cases than
+    ``stats.MIN_N_BOOTSTRAP`` (the bootstrap functions then return none), '' otherwise."""
+    lo = ci.get("lo")
+    if lo is None or not math.isfinite(float(lo)):
+        return stats.bootstrap_note(int(n_cases), "case") or "no interval: not estimable"
+    return ""
 
 
 def by_group(
@@ -400,7 +420,8 @@ def component_intervals(
     """group → component → {mean, lo, hi}: percentile bootstrap over the group's completed cases.
 
     One resample of cases per group serves structural, clinical and latency, so the three
-    intervals describe the same bootstrap world (and cost one draw, not three). Each group has
+    intervals describe the same bootstrap world (and cost one draw, not three). A group of
+    fewer than ``MIN_N_BOOTSTRAP`` cases gets its means and nan bounds (issue #30). Each group has
     its own generator, ``PCG64(derive_seed(seed, group))``, so a group's interval depends only
     on its own cases and the table seed, not on which other groups are present.
     """
@@ -413,6 +434,10 @@ def component_intervals(
         rng = np.random.Generator(np.random.PCG64(derive_seed(seed, g) % (2**32)))
         est = _resampled_means(rng, m[order[bounds[h] : bounds[h + 1]]], n_boot)
         lo, hi = np.quantile(est[1:], [tail, 1.0 - tail], axis=0)
+        if (
+            bounds[h + 1] - bounds[h] < stats.MIN_N_BOOTSTRAP
+        ):  # issue #30: no interval from 1-9 cases
+            lo = hi = np.full(len(COMPONENTS), math.nan)
         out[g] = {
             name: {"mean": float(est[0, j]), "lo": float(lo[j]), "hi": float(hi[j])}
             for j, name in enumerate(COMPONENTS)

@@ -12,6 +12,8 @@ with a normal 95% interval from the paired SE, the Holm-adjusted p within its fa
 fewer than 100 tasks, the Beta(1,1) view beside Wilson. Three families: ``branches`` — every pair
 of branches on every engine, one family for the whole suite —, ``engines`` — the engines
 compared on the base branch — and ``probes`` — the probes' paired comparisons on every engine.
+All three compare 0/1 verdicts, so the plan names the exact McNemar test (the sign test on the
+discordant tasks) for each, with the mid-p McNemar test beside it (issue #30).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from sealedeval import stats
 from sealedeval.stats import mean_pass_k_curves
-from sealedeval.stats.comparisons import SMALL_N, ComparisonPlan, paired_comparison
+from sealedeval.stats.comparisons import BINARY_TEST, SMALL_N, ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
@@ -39,8 +41,11 @@ COMPARISON_PLAN = ComparisonPlan(
     alpha=0.05,
     power=0.8,
     correction="holm",
+    # every golden comparison is on 0/1 verdicts (correct or not): exact McNemar, mid-p beside
+    tests={"branches": BINARY_TEST, "engines": BINARY_TEST, "probes": BINARY_TEST},
 )
-"""Pre-registered with the suite (this file is sealed): families, δ, α, power, correction."""
+"""Pre-registered with the suite (this file is sealed): families, each family's test, δ, α,
+power, correction."""
 
 
 def rate(k: int, n: int) -> dict[str, Any]:

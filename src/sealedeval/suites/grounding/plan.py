@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sealedeval.stats.comparisons import ComparisonPlan
+from sealedeval.stats.comparisons import BINARY_TEST, ComparisonPlan
 
 __all__ = [
     "COMPARISONS",
@@ -235,6 +235,8 @@ COMPARISON_PLAN = ComparisonPlan(
     alpha=0.05,
     power=0.8,
     correction="holm",
+    # M1 and M7 are 0/1 per answer: the seed study's sign test (= exact McNemar), mid-p beside
+    tests={"pre-declared": BINARY_TEST},
 )
 """What each comparison could have detected (issue 15; sealed with this file, outside ``PLAN``,
 whose text is the seed study's): beside the raw p the seed study's plan reads, the Holm-adjusted

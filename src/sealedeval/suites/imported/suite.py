@@ -29,7 +29,12 @@ from sealedeval.engines.base import Request
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
 from sealedeval.stages.grade import graded_row
-from sealedeval.stats.comparisons import ComparisonPlan, adjust_families, paired_comparison
+from sealedeval.stats.comparisons import (
+    BINARY_TEST,
+    ComparisonPlan,
+    adjust_families,
+    paired_comparison,
+)
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.imported import aggregations, scores
 from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
@@ -794,6 +799,8 @@ def _headlines(rows: Sequence[Row]) -> dict[str, list[dict[str, Any]]]:
 
 COMPARISON_PLAN = ComparisonPlan(
     families={"engines": "every pair of imported engines, on the samples both have"},
+    # the samples' verdicts are 0/1: exact McNemar (sign test), mid-p beside (issue #30)
+    tests={"engines": BINARY_TEST},
 )
 """The imported suite's comparison plan (issue 15; sealed with this module): one family, the
 defaults of ``stats.comparisons`` (δ = 0.05, α = 0.05, power 0.8, Holm)."""

@@ -48,6 +48,7 @@ from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
 from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.stats.comparisons import (
+    BINARY_TEST,
     DEFAULT_DELTA,
     DEFAULT_POWER,
     ComparisonPlan,
@@ -55,6 +56,7 @@ from sealedeval.stats.comparisons import (
     paired_comparison,
 )
 from sealedeval.stats.metrics import (
+    CONFIRMATORY,
     Metric,
     mean_metric,
     metric,
@@ -470,7 +472,8 @@ def confirmatory(a: str, b: str, sealed: Pairs | None) -> bool:
 def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
     """The suite's comparison plan from its sealed ``analysis`` block (δ, α, power; the family
     ``engines`` holding the engine pairs of the sealed design, and, when an engine was added
-    after the seal, ``exploratory`` holding the pairs with it, Holm-adjusted on their own)."""
+    after the seal, ``exploratory`` holding the pairs with it, Benjamini–Hochberg-adjusted on
+    their own)."""
     an = data.spec.analysis
     families = {"engines": "every pair of engines the suite compares, on the items both did"}
     if exploratory:
@@ -483,6 +486,8 @@ def comparison_plan(data: Data, *, exploratory: bool = False) -> ComparisonPlan:
         alpha=float(an.get("alpha", 0.05)),
         power=float(an.get("power", DEFAULT_POWER)),
         correction="holm",
+        # the primary verdict is 0/1 (correct or not): exact McNemar, mid-p beside (issue #30)
+        tests=dict.fromkeys(families, BINARY_TEST),
     )
 
 
@@ -510,6 +515,7 @@ def _comparisons(
         out.append(c)
         g = {"a": a, "b": b}
         n = int(c["n_items"])
+        role = c["paired"]["role"]  # confirmatory: a pair of the sealed design's family
         metrics.append(
             metric(
                 "difference",
@@ -522,10 +528,32 @@ def _comparisons(
                 n_ok=n,
                 n_error=n_items - n,
                 unit="item",
+                role=role,
             )
         )
         metrics.append(
-            _plain("sign_test_p", g, c["p"], n, n_items - n, "item", method="exact sign test")
+            _plain(
+                "sign_test_p",
+                g,
+                c["p"],
+                n,
+                n_items - n,
+                "item",
+                method="exact sign test",
+                role=role,
+            )
+        )
+        metrics.append(
+            _plain(
+                "mcnemar_midp",
+                g,
+                c["paired"]["p_midp"],
+                n,
+                n_items - n,
+                "item",
+                method="mid-p McNemar (Fagerland et al. 2013)",
+                role=role,
+            )
         )
     adjust_families([c["paired"] for c in out])
     return out, metrics
@@ -575,7 +603,16 @@ def _hypotheses(
         g = {"hypothesis": h.id, "a": h.a, "b": h.b, "direction": h.direction}
         n = int(c["n_items"])
         metrics.append(
-            _plain("hypothesis_p", g, p, n, n_items - n, "item", method="exact sign test")
+            _plain(
+                "hypothesis_p",
+                g,
+                p,
+                n,
+                n_items - n,
+                "item",
+                method="exact sign test",
+                role=CONFIRMATORY,  # a hypothesis the sealed spec declares
+            )
         )
         metrics.append(
             _plain(
@@ -586,6 +623,7 @@ def _hypotheses(
                 n_items - n,
                 "item",
                 method=f"exact sign test, {correction}",
+                role=CONFIRMATORY,
             )
         )
     return out, metrics

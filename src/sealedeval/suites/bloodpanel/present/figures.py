@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sealedeval.render.comparisons import has_records
 from sealedeval.render.figures import (
+    NO_CI,
     PALETTE,
     FigureSpec,
     difference_mde_figure,
@@ -23,6 +24,7 @@ from sealedeval.render.figures import (
 )
 from sealedeval.render.md import p_compact
 from sealedeval.render.metrics import added_engines, engine_label
+from sealedeval.stats import MIN_N_BOOTSTRAP
 from sealedeval.suites.bloodpanel.present.report import TOP_LABELS
 
 if TYPE_CHECKING:
@@ -92,12 +94,22 @@ def _groups(a: Mapping[str, Any], lab: Label, key: str, names: list[str], title:
     for g in names:
         ns = [a["engines"][e]["profiles"][prof][key].get(g, {}).get("n_cases", 0) for e in engines]
         labels.append(f"{g} (n={'/'.join(str(n) for n in ns)})")
-    interval_bars(ax, labels, series, horizontal=True)
+    interval_bars(ax, labels, series, horizontal=True, mark_no_ci=True)
     ax.set_xlim(0, 1.05)
     ax.set_xlabel(f"composite, completed answers ({prof}; bootstrap 95% CI)")
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="x-small", loc="lower right")
     return fig
+
+
+def _any_without_interval(a: Mapping[str, Any], key: str) -> bool:
+    """Whether some group of ``key`` has a composite estimate without an interval."""
+    prof = a["profile"]
+    return any(
+        (p := _ci(g["composite"])) is not None and (p[1] is None or p[2] is None)
+        for e in a["engines"].values()
+        for g in e["profiles"][prof][key].values()
+    )
 
 
 def _specialties(a: Mapping[str, Any]) -> list[str]:
@@ -205,7 +217,11 @@ def figure_specs(section: Mapping[str, Any]) -> list[FigureSpec]:
         FigureSpec(
             "specialty",
             f"bloodpanel: composite per specialty and engine ({prof}; {boot}; n = cases per "
-            "engine).",
+            + (
+                f"engine; no interval below {MIN_N_BOOTSTRAP} cases, marked '{NO_CI}')."
+                if _any_without_interval(a, "by_specialty")
+                else "engine)."
+            ),
             lambda: _groups(
                 a, lab, "by_specialty", _specialties(a), "bloodpanel: composite per specialty"
             ),

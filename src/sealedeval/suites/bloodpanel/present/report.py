@@ -6,14 +6,21 @@ presentation: nothing here computes a number, it only lays out the analysis's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from sealedeval.render.comparisons import comparison_block, has_records
 from sealedeval.render.md import num, pval, rate_ci, table
 from sealedeval.render.metrics import added_engines, engine_label
+from sealedeval.stats import MIN_N_BOOTSTRAP
 from sealedeval.suites.bloodpanel.present import detector
 
+NO_CI = "no CI"
+SMALL_N_NOTE = (
+    f"{NO_CI}: fewer than {MIN_N_BOOTSTRAP} completed cases, too few for a bootstrap interval "
+    "(stats.MIN_N_BOOTSTRAP; Hesterberg 2015): the mean is shown without one."
+)
 TOP_LABELS = 15
 """Labels shown in the report (largest first); every label is in result.json and the CSV."""
 
@@ -21,9 +28,16 @@ TOP_LABELS = 15
 def _ci(x: Mapping[str, Any] | None, digits: int = 4) -> str:
     if not x or x.get("mean") is None:
         return "n/a"
-    if x.get("lo") is None or x.get("hi") is None:
-        return num(x["mean"], digits)
+    lo, hi = x.get("lo"), x.get("hi")
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{num(x['mean'], digits)} ({NO_CI})"
     return f"{num(x['mean'], digits)} [{num(x['lo'], digits)}, {num(x['hi'], digits)}]"
+
+
+def _no_ci(group: Mapping[str, Any]) -> bool:
+    """True when a group row's composite has an estimate but no interval (too few cases)."""
+    c = group.get("composite") or {}
+    return c.get("mean") is not None and _ci(c).endswith(f"({NO_CI})")
 
 
 def _counts(x: Mapping[str, Any]) -> str:
@@ -198,6 +212,8 @@ def render(section: Mapping[str, Any]) -> str:
         top = sorted(labels, key=lambda g: (-labels[g]["n_total"], g))[:TOP_LABELS]
         out += ["", f"### {lab(eng)}: per label ({prof}, {len(top)} largest of {len(labels)})", ""]
         out.append(table(["label", *_GROUP_HEADER], _group_rows(labels, top)))
+        if any(_no_ci(x) for x in (*spec.values(), *(labels[g] for g in top))):
+            out += ["", SMALL_N_NOTE]
         out += [
             "",
             f"Labels are properties of generated cases (locale handling), not users. Every "
