@@ -143,3 +143,15 @@ def test_every_hook_the_code_looks_up_is_in_the_list() -> None:
     assert looked_up and looked_up <= set(HOOKS) | set(REQUIRED), looked_up
     with pytest.raises(ValueError, match="not a suite hook"):
         hook(Good(), "figurs")
+
+
+def test_every_adapter_lives_in_its_suites_suite_module() -> None:
+    """A newcomer looks for a suite's adapter in one place: ``suites/<name>/suite.py``, for the
+    built-in suites and the suite kinds alike."""
+    for name in ("golden", "bloodpanel", "grounding"):
+        assert type(plugins.get_suite(name)).__module__ == f"sealedeval.suites.{name}.suite"
+        assert plugins.suites.target(name) == f"sealedeval.suites.{name}.suite:suite"
+    for kind in ("tasks", "imported"):
+        assert plugins.suite_kinds.target(kind).startswith(f"sealedeval.suites.{kind}.suite:")
+    found = {p.parent.name for p in (SRC / "suites").glob("*/suite.py")}
+    assert found == {"golden", "bloodpanel", "grounding", "tasks", "imported"}

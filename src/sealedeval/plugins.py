@@ -401,9 +401,9 @@ suites: Registry[Suite] = Registry("suite", group="sealedeval.suites", check=che
 # The built-in suites, imported on first lookup only (start-up: a golden run never imports
 # grounding's catalog and harness).
 for _name, _target in (
-    ("golden", "sealedeval.suites.golden:suite"),
+    ("golden", "sealedeval.suites.golden.suite:suite"),
     ("bloodpanel", "sealedeval.suites.bloodpanel.suite:suite"),
-    ("grounding", "sealedeval.suites.grounding:suite"),
+    ("grounding", "sealedeval.suites.grounding.suite:suite"),
 ):
     suites.add_lazy(_name, _target)
 
@@ -412,7 +412,7 @@ SuiteFactory = Callable[..., Suite]
 suite_kinds: Registry[SuiteFactory] = Registry("suite kind", group="sealedeval.suite_kinds")
 """Suite *kinds*: factories ``(name, section, root=project) -> Suite`` for suites defined by config
 (``suites.<name>.kind: tasks``); the configured name is bound in ``suites`` by ``configure``."""
-suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks:TasksSuite")
+suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks.suite:TasksSuite")
 suite_kinds.add_lazy("imported", "sealedeval.suites.imported.suite:ImportedSuite")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sealedeval.suites.grounding.suite import GroundingData, build_suite
+from sealedeval.suites.grounding.bundle import GroundingData, build_suite
 
 
 @pytest.fixture(scope="session")

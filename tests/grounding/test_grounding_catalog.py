@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.catalog import (
     DefRef,
     Query,
@@ -16,7 +17,6 @@ from sealedeval.suites.grounding.catalog import (
     implementation,
     verify_separating,
 )
-from sealedeval.suites.grounding.suite import GroundingData
 
 
 def _d(s: str) -> dt.date:

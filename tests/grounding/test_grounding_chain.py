@@ -23,12 +23,12 @@ from sealedeval.run.dispatcher import Dispatcher, RunStats
 from sealedeval.run.solvers import SolveResult, get_solver
 from sealedeval.seal.lock import SealState
 from sealedeval.store.raw import RawWriter
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.design import Design, RequestSpec
-from sealedeval.suites.grounding.harness import GroundingSuite
 from sealedeval.suites.grounding.requests import build_requests, call_specs
 from sealedeval.suites.grounding.rubric import grade_rows
 from sealedeval.suites.grounding.solvers import multi_agent_chain, select_then_answer
-from sealedeval.suites.grounding.suite import GroundingData
+from sealedeval.suites.grounding.suite import GroundingSuite
 
 ENGINE = EngineConfig(name="scripted", kind="openai_chat", model="scripted-1")
 Script = Callable[[Request], str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.conditions import (
     CONDITIONS,
     QUESTION_HEADING,
@@ -20,7 +21,6 @@ from sealedeval.suites.grounding.conditions import (
     render_records,
 )
 from sealedeval.suites.grounding.contract import ANSWER_INSTRUCTION
-from sealedeval.suites.grounding.suite import GroundingData
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _COLUMNS = (

@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.contract import (
     ANSWER_SCHEMA,
     extract_json_object,
@@ -17,7 +18,6 @@ from sealedeval.suites.grounding.contract import (
     score_item,
 )
 from sealedeval.suites.grounding.items import Item
-from sealedeval.suites.grounding.suite import GroundingData
 
 GOOD = {
     "value": 14,

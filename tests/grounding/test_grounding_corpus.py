@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.corpus import (
     CORPUS_SEED,
     EXTRACT_DATE,
@@ -15,7 +16,6 @@ from sealedeval.suites.grounding.corpus import (
     build_corpus,
     validate_corpus,
 )
-from sealedeval.suites.grounding.suite import GroundingData
 
 PINNED_SHA256 = "6493ac359f44664f932cc4d60e7145fdb22947695c7da6f5b0e0d9270498e282"
 

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from sealedeval.suites.grounding.bundle import GroundingData, render_request
 from sealedeval.suites.grounding.conditions import TABLES_HEADING
 from sealedeval.suites.grounding.design import (
     DEFAULT_SHUFFLE_SEED,
@@ -19,7 +20,6 @@ from sealedeval.suites.grounding.design import (
     build_design,
     estimate_seconds,
 )
-from sealedeval.suites.grounding.suite import GroundingData, render_request
 
 
 def test_full_design_is_the_seeds_846_calls() -> None:

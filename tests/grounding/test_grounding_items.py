@@ -6,11 +6,11 @@ import dataclasses
 import re
 from collections import Counter
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.catalog import evaluate, values_equal
 from sealedeval.suites.grounding.conditions import CONDITIONS, render_messages
 from sealedeval.suites.grounding.contract import ANSWER_INSTRUCTION
 from sealedeval.suites.grounding.items import leak_check
-from sealedeval.suites.grounding.suite import GroundingData
 
 
 def test_forty_items_in_four_families(suite: GroundingData) -> None:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from typing import cast
 
-from sealedeval.suites.grounding.conditions import Condition
-from sealedeval.suites.grounding.design import build_design
-from sealedeval.suites.grounding.plan import PLAN, plan_json
-from sealedeval.suites.grounding.reference import as_output_text, reference_answer
-from sealedeval.suites.grounding.suite import (
+from sealedeval.suites.grounding.bundle import (
     GroundingData,
     render_request,
     response_format_for,
     score_response,
 )
+from sealedeval.suites.grounding.conditions import Condition
+from sealedeval.suites.grounding.design import build_design
+from sealedeval.suites.grounding.plan import PLAN, plan_json
+from sealedeval.suites.grounding.reference import as_output_text, reference_answer
 
 
 def test_hypotheses_and_flags() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.conditions import CONDITIONS, Condition
 from sealedeval.suites.grounding.contract import ANSWER_SCHEMA, parse_answer, score_item
 from sealedeval.suites.grounding.reference import (
@@ -15,7 +16,6 @@ from sealedeval.suites.grounding.reference import (
     oracle_answer,
     reference_answer,
 )
-from sealedeval.suites.grounding.suite import GroundingData
 
 # M1 of the reference reader per condition, over the 34 answerable items (pinned).
 EXPECTED_REFERENCE_M1: dict[Condition, int] = {"A": 16, "B": 16, "E": 24, "C": 24, "F": 24, "D": 34}

@@ -15,11 +15,11 @@ from sealedeval.engines.base import Completion, Request
 from sealedeval.run.solvers import SolveResult, get_solver
 from sealedeval.stats.metrics import sort_metrics, validate_metrics
 from sealedeval.suites.grounding import analysis
+from sealedeval.suites.grounding.bundle import build_suite
 from sealedeval.suites.grounding.design import Design, RequestSpec, build_design
-from sealedeval.suites.grounding.harness import GroundingSuite, item_records
 from sealedeval.suites.grounding.requests import build_requests
 from sealedeval.suites.grounding.rubric import grade_rows
-from sealedeval.suites.grounding.suite import build_suite
+from sealedeval.suites.grounding.suite import GroundingSuite, item_records
 
 HARNESS = GroundingSuite()
 

@@ -15,20 +15,20 @@ from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
 from sealedeval.plugins import GenerateContext, RequestContext, get_suite
 from sealedeval.stages.run import suite_engine
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.design import EMBEDDED_TOTALS, build_design
-from sealedeval.suites.grounding.harness import (
-    DESIGN_RECORD,
-    GroundingSuite,
-    design_for,
-    profile_for,
-)
 from sealedeval.suites.grounding.requests import (
     build_requests,
     call_specs,
     condition_label,
     specs_for,
 )
-from sealedeval.suites.grounding.suite import GroundingData
+from sealedeval.suites.grounding.suite import (
+    DESIGN_RECORD,
+    GroundingSuite,
+    design_for,
+    profile_for,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 REF = EngineConfig(name="reference", kind="reference")
@@ -169,9 +169,9 @@ def test_generate_records_carry_references_and_run_the_leak_check(
     assert items["ABST-01"]["answerable"] is False
     assert items["B4-R1"]["owner"] == "Sales Operations Lead"
     assert items["competitor_carrier"]["critical_if_released"]
-    import sealedeval.suites.grounding.harness as harness_mod
+    import sealedeval.suites.grounding.suite as suite_mod
 
-    monkeypatch.setattr(harness_mod, "leak_check_calls", lambda data, specs: ["planted leak"])
+    monkeypatch.setattr(suite_mod, "leak_check_calls", lambda data, specs: ["planted leak"])
     with pytest.raises(ValueError, match="planted leak"):
         GroundingSuite().generate(GenerateContext(cfg=cfg, seed=7))
 

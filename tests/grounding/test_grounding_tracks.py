@@ -7,8 +7,8 @@ from collections import Counter
 
 import jsonschema
 
+from sealedeval.suites.grounding.bundle import GroundingData
 from sealedeval.suites.grounding.catalog import DefRef
-from sealedeval.suites.grounding.suite import GroundingData
 from sealedeval.suites.grounding.tracks import b1_gaps, b2_assembly, b3_disclosure, b4_chains
 
 

@@ -10,13 +10,20 @@ Modules: :mod:`.corpus` (Meridian Supply Co data), :mod:`.catalog` (definitions 
 reference implementations), :mod:`.conditions` (A, B, E, C, F, D), :mod:`.items` (the 40
 items), :mod:`.contract` (answer contract and track-A metrics), :mod:`.tracks` (B1–B4),
 :mod:`.reference` (reference and naive engines), :mod:`.design` (the call design),
-:mod:`.plan` (the sealed analysis plan), :mod:`.suite` (bundle and per-call dispatch),
+:mod:`.plan` (the sealed analysis plan), :mod:`.bundle` (bundle and per-call dispatch),
 :mod:`.requests` (calls → harness requests), :mod:`.rubric` (graded rows), :mod:`.analysis`
-(the plan, executed) and :mod:`.harness` (``GroundingSuite``, registered as ``grounding``).
+(the plan, executed) and :mod:`.suite` (``GroundingSuite``, registered as ``grounding``).
 The multi-call solvers live in :mod:`.solvers` and register on import below; the report
 section and figures in :mod:`.present` (not sealed, imported only by the presentation hooks).
 """
 
+from sealedeval.suites.grounding.bundle import (
+    GroundingData,
+    build_suite,
+    render_request,
+    response_format_for,
+    score_response,
+)
 from sealedeval.suites.grounding.catalog import Catalog, Definition, DefRef, Query, build_catalog
 from sealedeval.suites.grounding.conditions import (
     CONDITIONS,
@@ -34,17 +41,10 @@ from sealedeval.suites.grounding.contract import (
 )
 from sealedeval.suites.grounding.corpus import CORPUS_SEED, Corpus, build_corpus, validate_corpus
 from sealedeval.suites.grounding.design import Design, RequestSpec, build_design, estimate_seconds
-from sealedeval.suites.grounding.harness import GroundingSuite
 from sealedeval.suites.grounding.items import Item, build_items, leak_check
 from sealedeval.suites.grounding.plan import PLAN, plan_json
 from sealedeval.suites.grounding.reference import naive_answer, oracle_answer, reference_answer
-from sealedeval.suites.grounding.suite import (
-    GroundingData,
-    build_suite,
-    render_request,
-    response_format_for,
-    score_response,
-)
+from sealedeval.suites.grounding.suite import GroundingSuite
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -86,10 +86,9 @@ __all__ = [
     "validate_corpus",
 ]
 
-suite = GroundingSuite()
 
 # The B2 and B4 requests name the select-then-answer and multi-agent-chain solvers; importing
 # the module registers them wherever the suite registry is loaded.
-from sealedeval.suites.grounding import solvers as _solvers  # noqa: E402
+from sealedeval.suites.grounding import solvers as _solvers
 
 del _solvers

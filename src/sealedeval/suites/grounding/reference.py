@@ -51,8 +51,8 @@ from sealedeval.suites.grounding.items import Item
 from sealedeval.suites.grounding.tracks import b2_assembly, b3_disclosure, b4_chains
 
 if TYPE_CHECKING:
+    from sealedeval.suites.grounding.bundle import GroundingData
     from sealedeval.suites.grounding.design import RequestSpec
-    from sealedeval.suites.grounding.suite import GroundingData
 
 __all__ = [
     "NAIVE_RULES",

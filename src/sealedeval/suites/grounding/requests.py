@@ -25,13 +25,13 @@ from typing import Any
 from sealedeval.config import EngineConfig
 from sealedeval.engines.base import Request
 from sealedeval.keys import derive_seed, keyed_request
-from sealedeval.suites.grounding.design import Design, RequestSpec
-from sealedeval.suites.grounding.suite import (
+from sealedeval.suites.grounding.bundle import (
     GroundingData,
     build_suite,
     render_request,
     response_format_for,
 )
+from sealedeval.suites.grounding.design import Design, RequestSpec
 from sealedeval.suites.grounding.tracks import b4_chains
 
 __all__ = [

@@ -32,10 +32,10 @@ from typing import Any
 
 from sealedeval.canonical import compact
 from sealedeval.stages.grade import graded_row
+from sealedeval.suites.grounding.bundle import GroundingData, build_suite, score_response
 from sealedeval.suites.grounding.contract import SCORER_VERSION, extract_json_object
 from sealedeval.suites.grounding.design import RequestSpec
 from sealedeval.suites.grounding.requests import specs_for, stage_label
-from sealedeval.suites.grounding.suite import GroundingData, build_suite, score_response
 
 __all__ = ["GRADERS", "VERSIONS", "grade_rows", "grader_of", "outputs_of"]
 

@@ -1,299 +1,345 @@
-"""The whole grounding suite as one immutable bundle, and one entry point per request.
+"""``GroundingSuite``: the grounding suite behind the harness's Suite protocol.
 
-:func:`build_suite` generates everything from the corpus seed (corpus, catalog, 40 items, B1
-probes, B2 catalog and questions, B4 chains) and verifies it. :func:`render_request` turns one
-:class:`~sealedeval.suites.grounding.design.RequestSpec` into chat messages,
-:func:`response_format_for` gives its JSON-schema ``response_format`` and :func:`score_response`
-grades one raw output. All three are pure: calls that depend on an earlier call (B2 ``own_pick``,
-B4 rounds 2–3) receive the earlier raw outputs through ``prior``, keyed by request id.
+generate → the item records (the 40 track-A items, the B1 probes, B2 questions, B3 requesters,
+B4 chains, each with its reference answer in grader-side fields that are never rendered) plus
+one ``design`` record (profile, call-order seed, call counts); every prompt of the configured
+design is leak-checked first. requests → the design's calls for one engine, in the seeded
+whole-run order (see :mod:`.requests`). reference_answer → the deterministic answerer of the
+``reference`` engine kind (``variant`` ``reference`` or ``naive``). grade → :mod:`.rubric`.
+analyze → :mod:`.analysis`, per engine and model role, with every number also in the typed
+metric schema (``metrics``). report_sections and figures → :mod:`.present` (not sealed).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
-from sealedeval.suites.grounding.catalog import Catalog, build_catalog
-from sealedeval.suites.grounding.conditions import (
-    CONDITIONS,
-    QUESTION_HEADING,
-    ChatMessage,
-    Condition,
-    render_messages,
-)
-from sealedeval.suites.grounding.contract import (
-    ANSWER_INSTRUCTION,
-    ANSWER_SCHEMA,
-    extract_json_object,
-    parse_answer,
-    response_format,
-    score_item,
-)
-from sealedeval.suites.grounding.corpus import CORPUS_SEED, Corpus, build_corpus
-from sealedeval.suites.grounding.design import RequestSpec
-from sealedeval.suites.grounding.items import Item, build_items, leak_check
-from sealedeval.suites.grounding.tracks import b1_gaps, b2_assembly, b3_disclosure, b4_chains
+from sealedeval.config import Config
+from sealedeval.engines.base import Request
+from sealedeval.errors import UserError
+from sealedeval.keys import derive_seed
+from sealedeval.plugins import AnalyzeContext, GenerateContext, GradeContext, RequestContext
+from sealedeval.suites.grounding import analysis, rubric
+from sealedeval.suites.grounding.bundle import GroundingData, build_suite, leak_check_calls
+from sealedeval.suites.grounding.design import PROFILES, Design, Profile, build_design
+from sealedeval.suites.grounding.reference import answer_call, as_output_text
+from sealedeval.suites.grounding.requests import VARIANTS, build_requests, call_specs
+from sealedeval.suites.grounding.tracks import b3_disclosure, b4_chains
+
+if TYPE_CHECKING:
+    from sealedeval.render.figures import FigureSpec
 
 __all__ = [
-    "GroundingData",
-    "build_suite",
-    "leak_check_calls",
-    "render_request",
-    "response_format_for",
-    "score_response",
+    "DESIGN_RECORD",
+    "GroundingSuite",
+    "design_for",
+    "engine_designs",
+    "item_records",
+    "profile_for",
 ]
 
-
-@dataclass(frozen=True)
-class GroundingData:
-    """Everything generated from one corpus seed."""
-
-    corpus: Corpus
-    catalog: Catalog
-    items: tuple[Item, ...]
-    b1_probes: tuple[b1_gaps.GapProbe, ...]
-    b2_records: tuple[b2_assembly.WideRecord, ...]
-    b2_questions: tuple[b2_assembly.B2Question, ...]
-    chains: tuple[b4_chains.Chain, ...]
-
-    def item(self, item_id: str) -> Item:
-        """The track-A item with this id."""
-        return next(i for i in self.items if i.item_id == item_id)
-
-    def probe(self, probe_id: str) -> b1_gaps.GapProbe:
-        """The B1 probe with this id."""
-        return next(p for p in self.b1_probes if p.probe_id == probe_id)
-
-    def b2_question(self, question_id: str) -> b2_assembly.B2Question:
-        """The B2 question with this id."""
-        return next(q for q in self.b2_questions if q.question_id == question_id)
-
-    def chain(self, chain_id: str) -> b4_chains.Chain:
-        """The B4 chain with this id."""
-        return next(c for c in self.chains if c.chain_id == chain_id)
+DESIGN_RECORD = "design"
+"""Id of the item record that carries the design (profile, call-order seed, counts)."""
 
 
-@lru_cache(maxsize=4)
-def build_suite(seed: int = CORPUS_SEED) -> GroundingData:
-    """Generate and verify the suite; every track-A prompt is leak-checked.
-
-    Raises:
-        ValueError: A generation constraint, a separation check, a B1/B2/B4 verification or
-            the leak check failed (the message names the row, item or probe).
-    """
-    corpus = build_corpus(seed)
-    catalog = build_catalog()
-    items = build_items(corpus, catalog)
-    suite = GroundingData(
-        corpus=corpus,
-        catalog=catalog,
-        items=items,
-        b1_probes=b1_gaps.build_b1_probes(corpus, catalog),
-        b2_records=b2_assembly.build_wide_catalog(catalog),
-        b2_questions=b2_assembly.build_b2_questions(corpus, catalog),
-        chains=b4_chains.build_chains(corpus, catalog),
-    )
-    for item in items:
-        for condition in CONDITIONS:
-            problems = leak_check(
-                item,
-                render_messages(
-                    item.question,
-                    condition,
-                    corpus=corpus,
-                    catalog=catalog,
-                    instruction=ANSWER_INSTRUCTION,
-                ),
-            )
-            if problems:
-                raise ValueError(problems[0])
-    return suite
+_ORDER_NOTES = {
+    "embedded": "seeded shuffle within prompt-cache blocks (calls sharing a context block run "
+    "together; blocks in a fixed order: no-tables prompts first, then B2, track A by condition "
+    "A, B, E, C, F, D, B1, B4), so the embedded server's prompt cache reuses the data tables "
+    "and each context block (design.py, _embedded_blocks)",
+}
+"""How a cache-ordered profile's calls are ordered (recorded in the analysis' design)."""
 
 
-def _prior(prior: Mapping[str, str] | None, key: str | None) -> str:
-    if key is None or prior is None or key not in prior:
-        raise ValueError(f"missing prior output {key!r}")
-    return prior[key]
-
-
-def render_request(
-    suite: GroundingData, spec: RequestSpec, prior: Mapping[str, str] | None = None
-) -> list[ChatMessage]:
-    """Chat messages of one request.
-
-    Args:
-        suite: The generated suite.
-        spec: The request.
-        prior: Raw outputs of earlier calls by request id (needed by B2 ``own_pick`` and B4
-            rounds 2–3; see ``RequestSpec.depends_on``).
-
-    Raises:
-        ValueError: Unknown track/condition, or a needed prior output is missing.
-    """
-    if spec.track == "A":
-        item = suite.item(spec.item_id)
-        return render_messages(
-            item.question,
-            cast(Condition, spec.condition),
-            corpus=suite.corpus,
-            catalog=suite.catalog,
-            instruction=ANSWER_INSTRUCTION,
+def profile_for(cfg: Config, engine: str | None = None) -> str:
+    """The design profile of ``engine``: ``engine_profiles[engine]`` if set (the embedded
+    model runs a documented subset where the whole default design would not fit the time
+    budget), else the suite's ``profile``."""
+    scfg = cfg.suite("grounding")
+    per_engine = scfg.get("engine_profiles") or {}
+    profile = str(per_engine.get(engine, scfg.get("profile", "default")))
+    if profile not in PROFILES:
+        where = f"engine_profiles.{engine}" if engine in per_engine else "profile"
+        raise UserError(
+            f"{cfg.where}: suites.grounding.{where}: unknown profile {profile!r} "
+            f"(known: {', '.join(PROFILES)})"
         )
-    if spec.track == "B1":
-        return b1_gaps.render_b1(
-            suite.probe(spec.item_id),
-            cast(b1_gaps.B1Condition, spec.condition),
-            corpus=suite.corpus,
-            catalog=suite.catalog,
-        )
-    if spec.track == "B2":
-        question = suite.b2_question(spec.item_id)
-        if spec.condition == "select":
-            return b2_assembly.render_b2_select(question, suite.b2_records)
-        pick: tuple[Any, ...] = ()
-        if spec.condition == "own_pick":
-            raw = _prior(prior, spec.depends_on)
-            pick = b2_assembly.parse_selection(raw, suite.b2_records)[1]
-        messages, _ = b2_assembly.render_b2_answer(
-            question,
-            cast(b2_assembly.Assembly, spec.condition),
-            corpus=suite.corpus,
-            records=suite.b2_records,
-            own_pick=pick,
-        )
-        return messages
-    if spec.track == "B3":
-        return b3_disclosure.render_b3(
-            cast(b3_disclosure.B3Condition, spec.condition),
-            cast(b3_disclosure.Requester, spec.item_id),
-        )
-    if spec.track == "B4":
-        chain = suite.chain(spec.item_id)
-        if spec.condition == "round1":
-            return b4_chains.render_coordinator_request(
-                chain, corpus=suite.corpus, catalog=suite.catalog
-            )
-        r1 = b4_chains.parse_request(_prior(prior, spec.sibling("round1").request_id))
-        owner = b4_chains.route_owner(chain, r1, suite.catalog)
-        if spec.condition == "round2":
-            return b4_chains.render_owner(chain, owner, r1, catalog=suite.catalog)
-        if spec.condition == "round3":
-            reply = _prior(prior, spec.sibling("round2").request_id)
-            return b4_chains.render_coordinator_record(
-                chain, r1, owner, reply, corpus=suite.corpus, catalog=suite.catalog
-            )
-    raise ValueError(f"unknown request {spec.request_id}")
+    return profile
 
 
-def response_format_for(spec: RequestSpec) -> dict[str, Any]:
-    """The ``response_format`` (JSON schema) constraining the output of ``spec``."""
-    schema: dict[str, Any] = ANSWER_SCHEMA
-    if spec.track == "B1":
-        schema = b1_gaps.B1_SCHEMA
-    elif spec.track == "B2" and spec.condition == "select":
-        schema = b2_assembly.B2_SELECT_SCHEMA
-    elif spec.track == "B3":
-        schema = b3_disclosure.B3_SCHEMA
-    elif spec.track == "B4":
-        schema = {
-            "round1": b4_chains.REQUEST_SCHEMA,
-            "round2": b4_chains.OWNER_SCHEMA,
-            "round3": b4_chains.RECORD_SCHEMA,
-        }[spec.condition]
-    name = f"grounding_{spec.track.lower()}_{spec.condition.lower()}"
-    return response_format(schema, name=name)
+def design_for(cfg: Config, seed: int, engine: str | None = None) -> Design:
+    """The configured design of ``engine`` (default: the suite's profile); the call order comes
+    from ``shuffle_seed`` or, if unset, from the suite seed (config seed + rubric hash), so it
+    is fixed by the seal and recorded."""
+    profile = profile_for(cfg, engine)
+    shuffle = cfg.suite("grounding").get("shuffle_seed")
+    order_seed = int(shuffle) if shuffle is not None else derive_seed(seed, "call-order") % 2**32
+    return build_design(cast(Profile, profile), order_seed)
 
 
-def score_response(
-    suite: GroundingData, spec: RequestSpec, output: str, prior: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """Grade one raw output with the metrics of its track.
-
-    B4 rounds 1–2 return only parse status; the chain metrics are computed at round 3 from all
-    three outputs (passed through ``prior``).
-    """
-    base: dict[str, Any] = {
-        "request_id": spec.request_id,
-        "track": spec.track,
-        "condition": spec.condition,
-        "replicate": spec.replicate,
-        "model_role": spec.model_role,
+def engine_designs(cfg: Config, seed: int) -> dict[str, Design]:
+    """The design of every engine whose profile differs from the suite's (by engine name)."""
+    scfg = cfg.suite("grounding")
+    per_engine = scfg.get("engine_profiles") or {}
+    return {
+        eng: design_for(cfg, seed, eng)
+        for eng in sorted(per_engine)
+        if eng in scfg.get("engines", []) and profile_for(cfg, eng) != profile_for(cfg)
     }
-    if spec.track == "A":
-        return base | score_item(suite.item(spec.item_id), parse_answer(output))
-    if spec.track == "B1":
-        return base | b1_gaps.score_b1(suite.probe(spec.item_id), b1_gaps.parse_b1(output))
-    if spec.track == "B2":
-        question = suite.b2_question(spec.item_id)
-        if spec.condition == "select":
-            return base | b2_assembly.score_b2_selection(
-                question, b2_assembly.parse_selection(output, suite.b2_records)
-            )
-        pick: tuple[Any, ...] = ()
-        if spec.condition == "own_pick":
-            pick = b2_assembly.parse_selection(_prior(prior, spec.depends_on), suite.b2_records)[1]
-        _, size = b2_assembly.render_b2_answer(
-            question,
-            cast(b2_assembly.Assembly, spec.condition),
-            corpus=suite.corpus,
-            records=suite.b2_records,
-            own_pick=pick,
+
+
+def _roles(cfg: Config, engine: str) -> list[str]:
+    roles = cfg.suite("grounding").get("roles") or {}
+    return list(roles.get(engine, ["primary"]))
+
+
+def _track_a_record(data: GroundingData, item_id: str) -> dict[str, Any]:
+    it = data.item(item_id)
+    return {
+        "id": it.item_id,
+        "track": "A",
+        "family": it.family,
+        "role": it.role,
+        "boundary": it.boundary,
+        "answerable": it.answerable,
+        "concept": it.concept,
+        "audience": it.audience,
+        "counterparty": it.counterparty,
+        "contract_id": it.contract_id,
+        "question": it.question,
+        "reference_value": it.reference_value,
+        "competing_value": it.competing_value,
+        "in_force": it.in_force.label() if it.in_force else None,
+        "competing": it.competing.label() if it.competing else None,
+        "abstain_reason": it.abstain_reason,
+    }
+
+
+def item_records(data: GroundingData) -> list[dict[str, Any]]:
+    out = [_track_a_record(data, it.item_id) for it in data.items]
+    for p in data.b1_probes:
+        out.append(
+            {
+                "id": p.probe_id,
+                "track": "B1",
+                "kind": p.kind or "control",
+                "question": p.question,
+                "missing_field": p.missing_field,
+                "owner_roles": list(p.owner_roles),
+                "reference_value": p.reference_value,
+            }
         )
-        return base | b2_assembly.score_b2_answer(
-            question, cast(b2_assembly.Assembly, spec.condition), parse_answer(output), size
+    for q in data.b2_questions:
+        out.append(
+            {
+                "id": q.question_id,
+                "track": "B2",
+                "question": q.question,
+                "required": sorted(r.label() for r in q.required),
+                "reference_value": q.reference_value,
+            }
         )
-    if spec.track == "B3":
-        requester = cast(b3_disclosure.Requester, spec.item_id)
-        return base | b3_disclosure.score_b3(requester, b3_disclosure.parse_b3(output))
-    if spec.track == "B4":
-        if spec.condition != "round3":
-            return base | {"parse_ok": extract_json_object(output).ok}
-        chain = suite.chain(spec.item_id)
-        r1 = b4_chains.parse_request(_prior(prior, spec.sibling("round1").request_id))
-        owner = b4_chains.route_owner(chain, r1, suite.catalog)
-        reply = b4_chains.parse_owner_reply(_prior(prior, spec.sibling("round2").request_id))
-        return base | b4_chains.score_chain(
-            chain, r1, owner, reply, b4_chains.parse_record(output), catalog=suite.catalog
+    for requester in b3_disclosure.REQUESTERS:
+        out.append(
+            {
+                "id": requester,
+                "track": "B3",
+                "requester": b3_disclosure.REQUESTERS[requester],
+                "release": [
+                    f.fact_id
+                    for f in b3_disclosure.FACTS
+                    if b3_disclosure.expected_release(f, requester)
+                ],
+                "critical_if_released": [
+                    f.fact_id
+                    for f in b3_disclosure.FACTS
+                    if b3_disclosure.is_critical(f, requester)
+                ],
+            }
         )
-    raise ValueError(f"unknown request {spec.request_id}")
+    for c in data.chains:
+        new = b4_chains.completed_definition(data.catalog, c)
+        out.append(
+            {
+                "id": c.chain_id,
+                "track": "B4",
+                "scenario_id": c.scenario_id,
+                "ownership": c.ownership,
+                "question": c.question,
+                "owner": c.owner,
+                "decoy_owner": c.decoy_owner,
+                "field": c.field,
+                "new_value": c.new_value_text,
+                "effective_from": c.effective_from.isoformat(),
+                "new_record": new.ref.label(),
+                "reference_value": c.reference_value,
+            }
+        )
+    return out
 
 
-def _leaks_value(tail: str, value: float) -> bool:
-    forms = {f"{value:.2f}"}
-    if float(value).is_integer():
-        forms |= {str(int(value)), f"{int(value):,}"}
-    return any(
-        re.search(rf"(?<![\w.,-]){re.escape(f)}(?![\w]|[.,]\d)", tail) is not None for f in forms
-    )
+class GroundingSuite:
+    """Semantic Grounding Benchmark v2: track A (six conditions) and tracks B1-B4."""
+
+    name = "grounding"
+
+    def rubric_inputs(self) -> list[str]:
+        """Everything that decides what is asked, what counts as right and how it is analysed:
+        the spec and decisions, the generator (corpus, catalog, items, conditions, tracks), the
+        answer contract, the reference answerers, the design, the rubric, the analysis plan
+        and its implementation, and the multi-call solvers. Not the presentation
+        (``present/``: the report section and figures)."""
+        pkg = "pkg:sealedeval/suites/grounding"
+        return [
+            "data/grounding/spec.md",
+            "data/grounding/README.md",
+            "pkg:sealedeval/graders/jsonparse.py",  # the shared JSON reader of the contract
+            f"{pkg}/__init__.py",
+            f"{pkg}/analysis.py",
+            f"{pkg}/bundle.py",
+            f"{pkg}/catalog.py",
+            f"{pkg}/conditions.py",
+            f"{pkg}/contract.py",
+            f"{pkg}/corpus.py",
+            f"{pkg}/design.py",
+            f"{pkg}/items.py",
+            f"{pkg}/plan.py",
+            f"{pkg}/reference.py",
+            f"{pkg}/requests.py",
+            f"{pkg}/rubric.py",
+            f"{pkg}/suite.py",
+            f"{pkg}/solvers.py",
+            f"{pkg}/tracks/*.py",
+        ]
+
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        """Item records (grader-side references included) and the design record.
+
+        Raises:
+            ValueError: Generation or a leak check failed (the message names the call).
+        """
+        cfg, seed = ctx.cfg, ctx.seed
+        data = build_suite()  # verifies every item and leak-checks every track-A prompt
+        design = design_for(cfg, seed)
+        per_engine = engine_designs(cfg, seed)
+        for d in (design, *per_engine.values()):
+            problems = leak_check_calls(data, d.specs)
+            if problems:
+                raise ValueError(f"grounding: {problems[0]}")
+        out = [r | {"seed": derive_seed(seed, r["id"])} for r in item_records(data)]
+        out.append(
+            {
+                "id": DESIGN_RECORD,
+                "track": "design",
+                "profile": design.profile,
+                "shuffle_seed": design.shuffle_seed,
+                "suite_seed": seed,
+                "calls": design.counts(),
+                "n_calls": len(design.specs),
+                "engine_profiles": {
+                    eng: {
+                        "profile": d.profile,
+                        "shuffle_seed": d.shuffle_seed,
+                        "calls": d.counts(),
+                        "n_calls": len(d.specs),
+                    }
+                    for eng, d in per_engine.items()
+                },
+            }
+        )
+        return out
+
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        cfg, engine, model, seed = ctx.cfg, ctx.engine, ctx.model, ctx.seed
+        scfg = cfg.suite(self.name)
+        variant = str(engine.extra.get("variant", "reference"))
+        if variant not in VARIANTS:
+            raise UserError(f"engine {engine.name!r}: unknown variant {variant!r}")
+        return build_requests(
+            design_for(cfg, seed, engine.name),
+            engine=engine,
+            model=model,
+            seed=seed,
+            temperature=float(scfg["temperature"]),
+            max_tokens=int(scfg["max_tokens"]),
+            roles=_roles(cfg, engine.name),
+        )
+
+    def reference_answer(self, request: Request) -> str:
+        specs = call_specs(request)
+        spec = specs[int(request.item.get("call", 0))]
+        answer = answer_call(
+            build_suite(),
+            spec,
+            request.item.get("prior") or {},
+            str(request.item.get("variant", "reference")),
+        )
+        return as_output_text(answer)
+
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        rows = ctx.rows
+        return rubric.grade_rows(rows)
+
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
+        by_id = {str(i["id"]): i for i in items}
+        design = dict(by_id.get(DESIGN_RECORD, {}))
+        scfg = cfg.suite(self.name)
+        engines: dict[str, Any] = {}
+        for eng in sorted({str(r["engine"]) for r in rows}):
+            erows = [r for r in rows if r["engine"] == eng]
+            egraded = [g for g in graded if g["engine"] == eng]
+            engines[eng] = analysis.analyze_engine(egraded, erows, by_id)
+            engines[eng]["roles_run"] = _roles(cfg, eng)
+        m1 = {
+            eng: {
+                role: {c: b["m1"]["item_mean"] for c, b in r.get("track_a", {}).items()}
+                for role, r in e["roles"].items()
+            }
+            for eng, e in engines.items()
+        }
+        return {
+            "suite": self.name,
+            "design": {
+                "profile": design.get("profile"),
+                "shuffle_seed": design.get("shuffle_seed"),
+                "calls_per_engine": design.get("calls"),
+                "n_calls": design.get("n_calls"),
+                "order": "one seeded shuffle of the whole run; a call that needs an earlier "
+                "reply runs inside the request of the call it needs (B2 select-then-answer, "
+                "B4 chains), at that call's position",
+                "engine_profiles": {
+                    eng: dict(p) | {"order": _ORDER_NOTES.get(str(p.get("profile")), "")}
+                    for eng, p in (design.get("engine_profiles") or {}).items()
+                },
+                "temperature": scfg["temperature"],
+                "max_tokens": scfg["max_tokens"],
+                "roles": {eng: _roles(cfg, eng) for eng in engines},
+            },
+            "plan": analysis.plan_summary(),
+            "engines": engines,
+            "m1_item_mean": m1,
+            "metrics": analysis.metrics(engines),
+        }
+
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        """The grounding section of report.md, from its result.json section."""
+        from sealedeval.suites.grounding.present import report
+
+        return report.render(section)
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        """Track A (M1/M2/M7 per condition and engine) and track B summary figures."""
+        from sealedeval.suites.grounding.present import figures
+
+        return figures.figure_specs(section)
+
+    def summary(self, section: Mapping[str, Any]) -> dict[str, Any]:
+        """The headline and pre-registered comparisons of the report's summary page."""
+        from sealedeval.suites.grounding.present import summary
+
+        return summary.summary(section)
 
 
-def leak_check_calls(suite: GroundingData, specs: Iterable[RequestSpec]) -> list[str]:
-    """Leaks in the first-call prompts of tracks B1-B4 (track A is checked by
-    :func:`build_suite`): the probe, question or chain id anywhere in the prompt, or the
-    reference value in the question block. Calls that need an earlier reply are rendered
-    from replies, not from grader data, and are not checked here.
-
-    Returns:
-        One message per leak; empty when clean.
-    """
-    problems: list[str] = []
-    for spec in specs:
-        if spec.track in ("A", "B3") or spec.depends_on is not None:
-            continue
-        text = "\n".join(m["content"] for m in render_request(suite, spec))
-        tail = text.rsplit(QUESTION_HEADING, 1)[-1]
-        if spec.item_id in text:
-            problems.append(f"{spec.request_id}: prompt contains the id {spec.item_id}")
-        value: float | None = None
-        if spec.track == "B1":
-            value = suite.probe(spec.item_id).reference_value
-        elif spec.track == "B2":
-            value = suite.b2_question(spec.item_id).reference_value
-        elif spec.track == "B4":
-            value = suite.chain(spec.item_id).reference_value
-        if value is not None and _leaks_value(tail, value):
-            problems.append(f"{spec.request_id}: question block contains the reference value")
-    return problems
+suite = GroundingSuite()

@@ -1,0 +1,334 @@
+"""The ``golden`` suite: our own hand-written tasks over five files, graded several ways.
+
+Design per engine (``design.py``): each enabled *branch* — files in the prompt (``single``), the
+files through tools (``agent``), tools + self-consistency — answers every task once (``main``:
+greedy, so the branch table reproduces; a self-consistency branch votes over fixed-seed
+trajectories) and ``repeats`` times at ``temperature`` with fixed per-task seeds. The base branch
+runs on every engine; the others on ``branch_engines``. Configured judge engines also run the
+judge measurements (``judging.py``) and grade their own transcripts in a second phase; configured
+probe engines run the injection, attribute-swap and (engines declaring log-probs only)
+contamination probes (``probing.py``). Every call is a raw row, so the audit covers all of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sealedeval.config import Config
+from sealedeval.engines.base import Request
+from sealedeval.keys import derive_seed
+from sealedeval.plugins import (
+    AnalyzeContext,
+    FollowupContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+)
+from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
+from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
+from sealedeval.seal.design import added_engines, to_exploratory
+from sealedeval.stats.comparisons import adjust_families
+from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
+from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
+from sealedeval.suites.golden.items import (
+    load_attribute_swap,
+    load_files,
+    load_retention,
+    load_tasks,
+)
+
+if TYPE_CHECKING:
+    from sealedeval.render.figures import FigureSpec
+
+
+def _task_ids(cfg: Config) -> set[str]:
+    """Every task id of the set (not only a ``limit``ed prefix): what a branch subset may name."""
+    return {t["id"] for t in load_tasks(cfg.root)}
+
+
+def _probe_tables(probes: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The probe tables that carry a comparison record (injection per branch, attribute swap)."""
+    inj = (probes.get("injection") or {}).get("branches") or {}
+    out = [inj[b] for b in sorted(inj)]
+    if probes.get("attribute_swap"):
+        out.append(probes["attribute_swap"])
+    return out
+
+
+class GoldenSuite:
+    name = "golden"
+
+    def rubric_inputs(self) -> list[str]:
+        return [
+            "data/golden/tasks.yaml",
+            "data/golden/files/*",
+            "data/golden/human_labels.yaml",
+            "data/golden/judge_prompts.yaml",
+            "data/golden/judge_pairs.yaml",
+            "data/golden/injection.yaml",
+            "data/golden/attribute_swap.yaml",
+            "data/golden/contamination.yaml",
+            "pkg:sealedeval/graders/*.py",
+            "pkg:sealedeval/suites/golden/*.py",
+            "pkg:sealedeval/run/agent.py",
+            "pkg:sealedeval/probes/*.py",
+        ]
+
+    def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
+        cfg, seed = ctx.cfg, ctx.seed
+        scfg = cfg.suite(self.name)
+        tasks = load_tasks(cfg.root, scfg.get("limit"))
+        files = load_files(cfg.root)
+        out = []
+        for t in tasks:
+            prompts.leak_check(t, prompts.messages(t, files))
+            out.append(t | {"seed": derive_seed(seed, t["id"])})
+        return out
+
+    def requests(self, ctx: RequestContext) -> list[Request]:
+        """Ordered so consecutive calls share a prompt prefix (the server reuses what the previous
+        call evaluated): the files-in-prompt branch and the judge calls (same files block first),
+        the swapped and injected directories, then the agent branches and the in-process probe."""
+        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
+        scfg = cfg.suite(self.name)
+        files = load_files(cfg.root)
+        ids = _task_ids(cfg)
+        mine = design.engine_branches(scfg, engine.name, ids)
+        by_name = {b.name: b for b in mine}
+        known = {b.name for b in design.branches(scfg, ids)}
+        tasks = {t["id"]: t for t in items}
+        out: list[Request] = []
+        for b in mine:
+            if not b.tools:
+                out += design.branch_requests(scfg, engine, model, items, files, b)
+        out += judging.judge_requests(cfg.root, scfg, engine, model, tasks, files, seed)
+        out += probing.probe_requests(
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=False, known=known
+        )
+        for b in mine:
+            if b.tools:
+                out += design.branch_requests(scfg, engine, model, items, files, b)
+        out += probing.probe_requests(
+            cfg.root, scfg, engine, model, items, files, by_name, seed, agents=True, known=known
+        )
+        return out
+
+    def followup_requests(self, ctx: FollowupContext) -> list[Request]:
+        """Phase 2: a judge engine grades its own branch answers once they are stored."""
+        cfg, items, engine, model, seed, rows = (
+            ctx.cfg,
+            ctx.items,
+            ctx.engine,
+            ctx.model,
+            ctx.seed,
+            ctx.rows,
+        )
+        scfg = cfg.suite(self.name)
+        tasks = {t["id"]: t for t in items}
+        return judging.transcript_requests(
+            cfg.root, scfg, engine, model, tasks, load_files(cfg.root), seed, rows
+        )
+
+    def reference_answer(self, request: Request) -> str:
+        """The ceiling: the task's answer, a judge's human label / right letter; wrapped in the
+        request's JSON contract when it has one (an ``answer`` action of the agent protocol, the
+        judge's ``verdict`` / ``choice`` object)."""
+        text = str(request.item.get("reference_reply", request.item.get("answer", "")))
+        rf = request.params.get("response_format")
+        if not rf:
+            return text
+        props = ((rf.get("json_schema") or {}).get("schema") or {}).get("properties") or {}
+        if "action" in props:
+            return json.dumps({"action": "answer", "argument": text})
+        # a judge contract: the one required field carries the label / letter
+        return json.dumps({next(iter(props)): text})
+
+    def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
+        return list(self.iter_grade(ctx))
+
+    def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
+        """``grade``'s rows one at a time (the optional hook the grade stage streams)."""
+        cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
+        verdicts = {
+            (
+                r["engine"],
+                r["condition"].removeprefix("judge/transcript/"),
+                r["item_id"],
+                int(r["repeat"]),
+            ): r["output_text"] or ""
+            for r in rows
+            if r["condition"].startswith("judge/transcript/") and r["status"] == "ok"
+        }
+        swap = None
+        if any(r["condition"].startswith("probe/swap/") for r in rows):
+            sw = load_attribute_swap(cfg.root, load_files(cfg.root))
+            swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
+        return rubric.iter_rows(
+            {i["id"]: i for i in items}, rows, swap_tasks=swap, verdicts=verdicts
+        )
+
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
+        scfg = cfg.suite(self.name)
+        tasks = {i["id"]: i for i in items}
+        files = load_files(cfg.root)
+        all_branches = {b.name: b for b in design.branches(scfg, _task_ids(cfg))}
+        base = str(scfg.get("base_branch", "A"))
+        engines: dict[str, Any] = {}
+        metrics: list[Metric] = []
+        correct: dict[str, dict[str, bool]] = defaultdict(dict)
+        for eng in sorted({r["engine"] for r in rows}):
+            erows = [r for r in rows if r["engine"] == eng]
+            keys = {r["request_key"] for r in erows}
+            egraded = [g for g in graded if g["request_key"] in keys]
+            cat_of = {g["request_key"]: g["category"] for g in egraded}
+            counts = status_counts(erows)
+            answers = [r for r in erows if design.condition_kind(r["condition"]) == "answer"]
+            present = sorted({design.split_condition(r["condition"])[0] for r in answers})
+            labelled = judging.calibration_labels(cfg.root, erows)
+            branch_out: dict[str, Any] = {}
+            branch_correct: dict[str, dict[str, bool]] = {}
+            for bname in present:
+                main = [r for r in answers if r["condition"] == f"{bname}/main"]
+                sample = [r for r in answers if r["condition"] == f"{bname}/sample"]
+                n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
+                b = all_branches.get(bname)
+                entry: dict[str, Any] = {
+                    "spec": b.describe() if b else {"solver": "unknown"},
+                    "main": plan.greedy_table(tasks, main, egraded),
+                    "judge": plan.judge_column(main, egraded, labelled),
+                    "repeats": plan.repeats_table(sample, egraded, n_runs),
+                }
+                if b is not None and b.tools:
+                    entry["agent"] = plan.agent_table(main + sample, cat_of)
+                branch_out[bname] = entry
+                branch_correct[bname] = {
+                    r["item_id"]: cat_of[r["request_key"]] == "correct"
+                    for r in main
+                    if cat_of.get(r["request_key"], "error") != "error"
+                }
+            if base in branch_correct:
+                correct[eng] = branch_correct[base]
+            base_main = [r for r in answers if r["condition"] == f"{base}/main"]
+            engines[eng] = {
+                "model": erows[0]["model"],
+                **counts,  # n_total, n_ok, n_error, errors_by_kind
+                "complete": counts["n_error"] == 0,
+                "branches": branch_out,
+                "branch_comparisons": plan.branch_comparisons(branch_correct, eng),
+                "judge": judging.judge_analysis(cfg.root, scfg, erows, tasks),
+                "probes": {
+                    "injection": probing.injection_analysis(cfg.root, erows, tasks, files),
+                    "attribute_swap": probing.swap_analysis(cfg.root, erows, files),
+                    "contamination": probing.contamination_analysis(cfg.root, erows),
+                },
+                "top_transcripts": plan.top_transcripts(tasks, answers, cat_of),
+                "items": {
+                    r["item_id"]: {
+                        "greedy": cat_of.get(r["request_key"], "error"),
+                        "answer": r["output_text"],
+                    }
+                    for r in sorted(base_main, key=lambda r: r["item_id"])
+                },
+            }
+            metrics += plan.engine_metrics(eng, engines[eng], erows)
+        names = sorted(engines)
+        pair = scfg.get("compare") or names[:2]
+        comparisons = []
+        if len(pair) == 2 and all(p in engines for p in pair):
+            c = plan.compare(pair[0], pair[1], correct, name=f"{pair[0]} vs {pair[1]} ({base})")
+            c["condition"] = f"{base}/main"
+            comparisons.append(c)
+        # an engine added after the seal: its comparisons leave the sealed families
+        late = added_engines(cfg, self.name, names)
+        to_exploratory(
+            [c["paired"] for e in sorted(late) for c in engines[e]["branch_comparisons"]]
+            + [t["paired"] for e in sorted(late) for t in _probe_tables(engines[e]["probes"])]
+            + [c["paired"] for c in comparisons if {c["a"], c["b"]} & late]
+        )
+        # Holm over each whole family: every engine's branch pairs, the engine pairs
+        adjust_families(
+            [c["paired"] for e in engines.values() for c in e["branch_comparisons"]]
+            + [c["paired"] for c in comparisons]
+            + [t["paired"] for e in engines.values() for t in _probe_tables(e["probes"])]
+        )
+        return {
+            "suite": self.name,
+            "n_items": len(items),
+            "design": {
+                "base_branch": base,
+                "branches": {n: b.describe() for n, b in sorted(all_branches.items())},
+                "branch_engines": list(scfg.get("branch_engines") or []),
+                "repeats": scfg["repeats"],
+                "temperature": scfg["temperature"],
+                "max_tokens": scfg["max_tokens"],
+                "agent": dict(scfg.get("agent") or {}),
+                "judge": dict(scfg.get("judge") or {}),
+                "probes": dict(scfg.get("probes") or {}),
+            },
+            "engines": engines,
+            "comparisons": comparisons,
+            "comparison_plan": plan.COMPARISON_PLAN.describe(),
+            "methods": plan.INTERVALS,
+            "footer": self._footer(cfg, sorted(engines)),
+            "metrics": sort_metrics(metrics),
+        }
+
+    def report_sections(self, section: Mapping[str, Any]) -> str:
+        """The golden part of report.md, from its result.json section (presentation is not
+        sealed: imported here, never by the modules above)."""
+        from sealedeval.suites.golden.present import report
+
+        return report.render(section)
+
+    def figures(self, section: Mapping[str, Any]) -> list[FigureSpec]:
+        """The golden figures (accuracy, branches, pass@k, runs, judge); nothing is drawn."""
+        from sealedeval.suites.golden.present import figures
+
+        return figures.figure_specs(section)
+
+    def summary(self, section: Mapping[str, Any]) -> dict[str, Any]:
+        """The headline and pre-registered comparisons of the report's summary page."""
+        from sealedeval.suites.golden.present import summary
+
+        return summary.summary(section)
+
+    def _footer(self, cfg: Config, engines: list[str]) -> dict[str, Any]:
+        """Model, temperature, seeds, prices, interval methods; provider retention notes as
+        configuration text with the date they were read."""
+        scfg = cfg.suite(self.name)
+        out = []
+        for name in engines:
+            e = cfg.data["engines"].get(name, {})
+            out.append(
+                {
+                    "engine": name,
+                    "kind": e.get("kind", ""),
+                    "model": e.get("model", ""),
+                    "price_in_per_mtok": e.get("price_in_per_mtok", 0),
+                    "price_out_per_mtok": e.get("price_out_per_mtok", 0),
+                    "tool_protocol": (
+                        design.tool_protocol(cfg.engine(name))
+                        if name in cfg.data["engines"]
+                        else ""
+                    ),
+                    "retention_note": e.get("retention_note", ""),
+                }
+            )
+        return {
+            "engines": out,
+            "temperature": scfg["temperature"],
+            "seeds": (
+                f"project seed {cfg.seed}; item seeds derive from it and the rubric hash, each "
+                "request's sampling seed from its item seed, condition and run index (stored "
+                "in every raw row); self-consistency trajectories add a fixed offset per index"
+            ),
+            "intervals": plan.INTERVALS,
+            "providers": load_retention(cfg.root),
+        }
+
+
+suite = GoldenSuite()
