@@ -63,6 +63,6 @@ def run_after_markers(wildcards):
     the suite's optional ``run_after`` hook names them)."""
     from sealedeval.plugins import get_suite, hook
 
-    fn = hook(get_suite(wildcards.suite), "run_after")
+    fn = hook(get_suite(wildcards.suite, CFG), "run_after")
     after = fn(wildcards.engine) if fn else []
     return [m for m in _markers(wildcards.suite) if Path(m).parent.name in after]

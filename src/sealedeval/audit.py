@@ -161,7 +161,7 @@ class Auditor:
         doc = lock.read(self.root)
         bad: list[str] = []
         for s in self.suites_in_rows():
-            suite = get_suite(s)
+            suite = get_suite(s, self.cfg)
             now = lock.compute(self.root, {s: suite.rubric_inputs()})["suites"][s]
             if s not in doc["suites"]:
                 bad.append(f"{s}: not in lock")

@@ -74,7 +74,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
     names = sorted(cfg.data.get("suites", {}))
     designs = design.kept_designs(root)
     designs[design.profile_key(cfg.sources)] = design.profile_design(cfg, cfg.enabled_suites())
-    doc = lock.write(root, {n: get_suite(n).rubric_inputs() for n in names}, designs)
+    doc = lock.write(root, {n: get_suite(n, cfg).rubric_inputs() for n in names}, designs)
     for name, entry in doc["suites"].items():
         print(f"{name}: {len(entry['files'])} inputs, sha256 {entry['sha256']}")
     for key in doc["designs"]:
@@ -118,7 +118,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     cfg = _cfg(args)
     cfg.suite(args.suite)
     state = lock.check(
-        cfg.root, args.suite, get_suite(args.suite).rubric_inputs(), unsealed=args.unsealed
+        cfg.root, args.suite, get_suite(args.suite, cfg).rubric_inputs(), unsealed=args.unsealed
     )
     path, n = write_items(cfg, args.suite, state.rubric_sha256)
     print(f"{args.suite}: {n} items → {path.relative_to(cfg.root)}")
@@ -358,14 +358,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
     import json
 
     from sealedeval.fsutil import write_bytes_atomic, write_text_atomic
+    from sealedeval.plugins import presenting
     from sealedeval.publish import figures, html
     from sealedeval.publish.build import REPORT_MD, RESULT, build
     from sealedeval.publish.pdf import REPORT_PDF, build_pdf
     from sealedeval.publish.scorecards import write_scorecards
 
     cfg = _cfg(args)
-    # the figure workers start now: they import the drawing stack while result.json is built
-    with figures.FigureJob(jobs=args.jobs, raster=True) as job:
+    # the figure workers start now: they import the drawing stack while result.json is built;
+    # forked inside ``presenting``, they find this config's kind suites' figure hooks too
+    with presenting(cfg), figures.FigureJob(jobs=args.jobs, raster=True) as job:
         text, report = build(cfg)
         write_text_atomic(cfg.root / RESULT, text)
         write_text_atomic(cfg.root / REPORT_MD, report)

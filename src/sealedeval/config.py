@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -24,6 +24,9 @@ from sealedeval.engines.schemas import check_engine
 from sealedeval.errors import UserError
 from sealedeval.validation import validate
 from sealedeval.workflow import SCHEMA as SCHEMA_PATH
+
+if TYPE_CHECKING:
+    from sealedeval.plugins import BoundSuite
 
 __all__ = ["DEFAULT_CONFIG", "Config", "EngineConfig", "load_config", "validate"]
 
@@ -105,9 +108,14 @@ def _other_suite(name: str, merged: Mapping[str, Any]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = None) -> None:
-    """Each suite's section against the suite's own schema (defaults applied from it)."""
-    from sealedeval.plugins import configure, suite_config_schema
+def _validate_suites(
+    merged: dict[str, Any], where: str, root: Path | None = None
+) -> dict[str, BoundSuite]:
+    """Each suite's section against the suite's own schema (defaults applied from it); the
+    suites configured from a kind, bound (``Config.bound``)."""
+    from sealedeval.plugins import bind, suite_config_schema
+
+    bound: dict[str, BoundSuite] = {}
 
     for name, section in merged.get("suites", {}).items():
         kind = section.get("kind")
@@ -126,16 +134,17 @@ def _validate_suites(merged: dict[str, Any], where: str, root: Path | None = Non
             section = merged["suites"][name] = _apply_defaults(schema, body) | common
         if kind:
             try:
-                configure(name, section, root)
+                bound[name] = bind(name, section, root)
             except UserError as e:
                 raise UserError(f"{where}: {e}") from None
+    return bound
 
 
 def validate_workflow_config(
     config: dict[str, Any],
     files: Sequence[Path | str],
     overrides: Mapping[str, Any] | None = None,
-) -> None:
+) -> Config:
     """For the Snakefile: ``load_config`` of the files Snakemake merged (in its order, with its
     ``--config`` overrides), put in place of Snakemake's merge. A bad config then stops the
     workflow at parse time with the CLI's very line (``UserError``: the same files, merged and
@@ -144,6 +153,7 @@ def validate_workflow_config(
     cfg = load_config(Path("."), files, overrides)
     config.clear()
     config.update(cfg.data)
+    return cfg
 
 
 def load_config(
@@ -173,8 +183,8 @@ def load_config(
     common = schema["properties"]["engines"]["additionalProperties"]["properties"]
     for name, section in merged["engines"].items():
         merged["engines"][name] = check_engine(name, section, where, common)
-    _validate_suites(merged, where, root)
-    cfg = Config(root=root, data=merged, sources=tuple(sources))
+    bound = _validate_suites(merged, where, root)
+    cfg = Config(root=root, data=merged, sources=tuple(sources), bound=bound)
     for suite in cfg.enabled_suites():
         for engine in cfg.suite(suite).get("engines", []):
             if engine not in merged["engines"]:

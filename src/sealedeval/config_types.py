@@ -70,6 +70,10 @@ class Config:
     root: Path
     data: Mapping[str, Any]
     sources: tuple[str, ...]
+    bound: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The suites this config binds from a kind (``suites.<name>.kind: tasks``), by name:
+    ``plugins.BoundSuite`` records made by the loader. They belong to this config alone; the
+    suite registry is never changed by loading a config (``plugins.get_suite(name, cfg)``)."""
 
     @property
     def seed(self) -> int:

@@ -21,12 +21,14 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast, runtime_checkable
 
 from sealedeval.errors import UserError
-from sealedeval.registry import Registry
+from sealedeval.registry import EntryInfo, Registry
 
 if TYPE_CHECKING:
     from sealedeval.config_types import Config, EngineConfig
@@ -389,6 +391,9 @@ def presentation_hook(name: str, hook_name: str) -> Any:
     installed here (a result from someone else's suite still renders, from its metrics)."""
     from sealedeval.errors import UserError
 
+    bound = (_ACTIVE.get() or {}).get(name)
+    if bound is not None:
+        return hook(bound.suite, hook_name)
     try:
         suite = suites.get(name)
     except UserError:
@@ -416,15 +421,24 @@ suite_kinds.add_lazy("tasks", "sealedeval.suites.tasks.suite:TasksSuite")
 suite_kinds.add_lazy("imported", "sealedeval.suites.imported.suite:ImportedSuite")
 
 
-def configure(name: str, section: Mapping[str, Any], root: Path | None = None) -> None:
-    """Bind the configured suite ``name`` of ``section["kind"]`` (called when a config loads);
-    ``root`` is the project the config belongs to (the suite's data paths are under it)."""
-    from sealedeval.registry import EntryInfo
+@dataclass(frozen=True)
+class BoundSuite:
+    """A suite bound from a kind by one config: the object and where it comes from."""
 
+    suite: Suite
+    info: EntryInfo
+
+
+def bind(name: str, section: Mapping[str, Any], root: Path | None = None) -> BoundSuite:
+    """The configured suite ``name`` of kind ``section["kind"]``, checked like a registered
+    suite (``check_suite``); ``root`` is the project the config belongs to (the suite's data
+    paths are under it). The loader keeps it in ``Config.bound``: nothing global changes, so
+    two projects loaded in one process (a notebook) never see each other's suites."""
     kind = str(section["kind"])
     factory = suite_kinds.get(kind)
     kind_info = suite_kinds.info(kind)
     obj = factory(name, section, root=root if root is not None else Path("."))
+    check_suite(name, obj)
     info = EntryInfo(
         name,
         source=kind_info.source,
@@ -432,11 +446,34 @@ def configure(name: str, section: Mapping[str, Any], root: Path | None = None) -
         params={"kind": kind},
         target=kind_info.target,
     )
-    suites.replace(name, obj, info)
+    return BoundSuite(obj, info)
 
 
-def get_suite(name: str) -> Suite:
-    """The suite by name: built in, or from an installed package's entry point."""
+_ACTIVE: ContextVar[Mapping[str, BoundSuite] | None] = ContextVar(
+    "sealedeval_bound_suites", default=None
+)
+"""The bound suites of the project being published in this context (``presenting``): publish
+renders from result.json alone, so a kind suite's presentation hooks are found here."""
+
+
+@contextmanager
+def presenting(cfg: Config) -> Iterator[None]:
+    """Within the block, ``presentation_hook`` finds ``cfg``'s kind-bound suites (the report
+    of a ``tasks`` suite is its own, not the generic one). Context-local: reset on exit, and
+    other threads and tasks are not affected."""
+    token = _ACTIVE.set(cfg.bound)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def get_suite(name: str, cfg: Config | None = None) -> Suite:
+    """The suite by name: bound by ``cfg`` from a kind, built in, or from an installed
+    package's entry point."""
+    bound = cfg.bound.get(name) if cfg is not None else None
+    if bound is not None:
+        return cast(Suite, bound.suite)
     return suites.get(name)
 
 
@@ -471,6 +508,9 @@ def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] |
     return fn() if fn is not None else None
 
 
-def suite_info(name: str) -> dict[str, Any]:
+def suite_info(name: str, cfg: Config | None = None) -> dict[str, Any]:
     """Where a suite comes from and its version (recorded in graded rows and result.json)."""
+    bound = cfg.bound.get(name) if cfg is not None else None
+    if bound is not None:
+        return cast(BoundSuite, bound).info.public()
     return suites.info(name).public()

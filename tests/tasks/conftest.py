@@ -10,6 +10,6 @@ import pytest
 @pytest.fixture
 def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """In-process tests load configs whose suites default their root to the current directory
-    (``plugins.configure`` passes none): run them from the temp project."""
+    (``plugins.bind`` passes none): run them from the temp project."""
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -306,12 +306,12 @@ def test_configured_through_the_config_with_defaults(chdir_tmp: Path) -> None:
         chdir_tmp, {"arith": arith_suite(), "other": arith_suite(prompt="{input}?")}, git_init=False
     )
     cfg = load_config(root)
-    s = get_suite("arith")
+    s = get_suite("arith", cfg)
     assert isinstance(s, TasksSuite) and s.root == root.resolve()
     assert cfg.suite("arith")["repeats"] == 1 and cfg.suite("arith")["temperature"] == 0.0
     assert cfg.suite("arith")["analysis"]["reduce"] == "majority"
-    assert suite_info("arith")["params"] == {"kind": "tasks"}
-    assert get_suite("other") is not s  # two suites of one kind, each its own
+    assert suite_info("arith", cfg)["params"] == {"kind": "tasks"}
+    assert get_suite("other", cfg) is not s  # two suites of one kind, each its own
     with pytest.raises(UserError, match=r"suites\.arith\.analysis\.comparisons\[0\]: 'x'"):
         TasksSuite("arith", arith_suite(analysis={"comparisons": [["reference", "x"]]}))
 
@@ -436,3 +436,25 @@ def test_a_reply_cut_at_max_tokens_is_an_answer_unless_configured_otherwise(
     assert r3.params["self_consistency"] == {"samples": 3, "keep_truncated": True}
     res = asyncio.run(self_consistency(None, r3, cut))  # type: ignore[arg-type]
     assert res.completion.output_text == "To find 9 times" and res.tokens_out == 48
+
+
+def test_loading_a_config_changes_no_registry_and_two_projects_keep_their_own_suites(
+    tmp_path: Path,
+) -> None:
+    """The loader returns the bound suites in the config: nothing global changes, so a notebook
+    that loads two projects with a suite of the same name grades each with its own."""
+    from sealedeval import plugins
+
+    a = project(tmp_path / "a", {"arith": arith_suite()}, git_init=False)
+    b = project(tmp_path / "b", {"arith": arith_suite(prompt="{input}?")}, git_init=False)
+    before = plugins.suites.names()
+    cfg_a, cfg_b = load_config(a), load_config(b)
+    assert plugins.suites.names() == before and "arith" not in plugins.suites
+    sa, sb = get_suite("arith", cfg_a), get_suite("arith", cfg_b)
+    assert sa is not sb and sa.root == a.resolve() and sb.root == b.resolve()
+    assert get_suite("arith", cfg_a) is sa  # the config holds it: one object per load
+    with pytest.raises(UserError, match="arith"):
+        get_suite("arith")  # without the config that binds it, no such suite
+    with plugins.presenting(cfg_b):
+        assert plugins.presentation_hook("arith", "report_sections").__self__ is sb
+    assert plugins.presentation_hook("arith", "report_sections") is None

@@ -124,7 +124,7 @@ def eval(  # the API's verb (shadows the builtin here only), as Inspect AI's ``e
     cfg = load_config(Path(root), _config_files(config))
     section = cfg.suite(suite)
     # the seal check before any engine starts: an unsealed rubric fails here, not mid-run
-    state = lock.check(cfg.root, suite, get_suite(suite).rubric_inputs(), unsealed=unsealed)
+    state = lock.check(cfg.root, suite, get_suite(suite, cfg).rubric_inputs(), unsealed=unsealed)
     todo = names if names is not None else list(section["engines"])
     for eng in todo:
         cfg.engine(eng)  # an unknown name is a one-line error before the first call

@@ -70,7 +70,7 @@ def check_inputs(cfg: Config, names: list[str]) -> None:
         sealed = read_columns(raw_files(cfg.root, name), ["sealed"]).column("sealed")
         if not pc.any(sealed, min_count=0).as_py():
             continue  # every row unsealed
-        bad = standing.input_changes(cfg.root, doc, name, get_suite(name).rubric_inputs())
+        bad = standing.input_changes(cfg.root, doc, name, get_suite(name, cfg).rubric_inputs())
         if bad:
             raise UserError(
                 f"{lock.LOCK_NAME}: {bad[0]} changed after the seal (suite {name}); nothing "
@@ -147,6 +147,7 @@ def assemble(
 
     ``environment`` replaces the library versions of this process (the audit passes the ones a
     result recorded, so a re-derivation on another machine compares numbers, not versions)."""
+    from sealedeval.plugins import presenting
     from sealedeval.publish.report_md import render_report
 
     if not docs:
@@ -191,7 +192,8 @@ def assemble(
         "suites": suites,
     }
     text = dumps(result)
-    return text, render_report(json.loads(text))
+    with presenting(cfg):
+        return text, render_report(json.loads(text))
 
 
 def build(cfg: Config) -> tuple[str, str]:

@@ -69,13 +69,16 @@ def _pairs(raw: Any, engines: Sequence[str]) -> list[list[str]]:
     return [[str(p[0]), str(p[1])] for p in raw if isinstance(p, list | tuple) and len(p) == 2]
 
 
-def suite_comparisons(name: str, section: Mapping[str, Any]) -> list[list[str]]:
-    """The engine pairs a suite's config pre-registers (the suite's hook when it has one)."""
+def suite_comparisons(
+    name: str, section: Mapping[str, Any], cfg: Config | None = None
+) -> list[list[str]]:
+    """The engine pairs a suite's config pre-registers (the suite's hook when it has one;
+    ``cfg`` binds a suite configured from a kind)."""
     from sealedeval.plugins import get_suite, hook
 
     engines = [str(e) for e in section.get("engines") or []]
     try:
-        fn = hook(get_suite(name), "design_comparisons")
+        fn = hook(get_suite(name, cfg), "design_comparisons")
     except Exception:  # a suite that is not installed here: the generic reading
         fn = None
     if fn is not None:
@@ -95,7 +98,7 @@ def suite_design(cfg: Config, name: str) -> dict[str, Any]:
     known = cfg.data.get("engines", {})
     return {
         "engines": {e: engine_identity(known.get(e) or {}) for e in sorted(engines)},
-        "comparisons": suite_comparisons(name, section),
+        "comparisons": suite_comparisons(name, section, cfg),
         "parameters": {k: v for k, v in sorted(section.items()) if k not in NON_PARAMETER_KEYS},
     }
 

@@ -83,7 +83,7 @@ def grade(
 
     The suite may return a list or yield its rows one at a time; they are taken into columns
     as they come (``GradedRows``), so a million raw rows never exist as millions of dicts."""
-    version = str(suite_info(suite.name)["version"])
+    version = str(suite_info(suite.name, cfg)["version"])
 
     def checked() -> Iterator[Mapping[str, Any]]:
         ctx = GradeContext(cfg=cfg, items=items, rows=rows)

@@ -105,7 +105,7 @@ def seal_state(cfg: Config | None, suite: str) -> Seal:
         return Seal("", "", False)
     cfg.suite(suite)  # a suite not in the config is a one-line error
     try:
-        s = lock.check(cfg.root, suite, get_suite(suite).rubric_inputs())
+        s = lock.check(cfg.root, suite, get_suite(suite, cfg).rubric_inputs())
     except UserError:
         return Seal("", "", False)
     return Seal(s.rubric_sha256, s.seal_commit, s.sealed)

@@ -46,7 +46,7 @@ def suite_config_sha256(cfg: Config, name: str) -> str:
 
 def generate_items(cfg: Config, name: str, rubric_sha256: str) -> list[dict[str, Any]]:
     """The suite's items under this rubric hash, normalised as they read back from disk."""
-    suite = get_suite(name)
+    suite = get_suite(name, cfg)
     seed = suite_seed(cfg, name, rubric_sha256)
     return artifacts.normalize_items(suite.generate(GenerateContext(cfg=cfg, seed=seed)))
 
@@ -97,7 +97,7 @@ def rows_rubric(rows: Sequence[Mapping[str, Any]]) -> str:
 def graded_rows(
     cfg: Config, name: str, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
 ) -> artifacts.GradedRows:
-    return artifacts.normalize_graded(grade(cfg, get_suite(name), items, rows))
+    return artifacts.normalize_graded(grade(cfg, get_suite(name, cfg), items, rows))
 
 
 @dataclass
@@ -149,7 +149,7 @@ def completeness(
     cfg: Config, name: str, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """What the rows say about their seal, and planned-vs-present request counts per engine."""
-    suite = get_suite(name)
+    suite = get_suite(name, cfg)
     attempts = _attempt_summary(raw_files(cfg.root, name))
     by_engine: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -218,10 +218,10 @@ def analysis_doc(
     """What ``results/analysis/S.json`` holds: the suite's analysis, its seal and completeness,
     the suite's provenance, the engine identities its rows name and the stage key."""
     return {
-        "suite": suite_info(name),
+        "suite": suite_info(name, cfg),
         "stage_key": key,
         "seal": completeness(cfg, name, items, rows),
-        "analysis": analyze(cfg, get_suite(name), items, graded, rows),
+        "analysis": analyze(cfg, get_suite(name, cfg), items, graded, rows),
         "engines": identities(rows),
     }
 

@@ -180,7 +180,7 @@ def plan_suite(cfg: Config, name: str) -> SuitePlan:
     from sealedeval.stages.pipeline import graded_rows, load_items
 
     section = cfg.suite(name)
-    suite = get_suite(name)
+    suite = get_suite(name, cfg)
     rubric = lock.check(cfg.root, name, suite.rubric_inputs(), unsealed=True).rubric_sha256
     rows, pilot_rubric = _pilot_rows(cfg, name, rubric)
     study = load_items(cfg, name, rubric)
@@ -196,7 +196,7 @@ def plan_suite(cfg: Config, name: str) -> SuitePlan:
     analysis = analyze(cfg, suite, items, graded, rows)
     piloted = sorted({str(r["engine"]) for r in rows})
     comparisons = []
-    for a, b in design.suite_comparisons(name, section):
+    for a, b in design.suite_comparisons(name, section, cfg):
         found = _record(analysis, a, b)
         if found is not None:
             comparisons.append(size(a, b, *found, n_study=len(study)))

@@ -233,7 +233,7 @@ def prepare(
     target = raw_dir(root, suite_name, name).resolve()
     if target == source:
         raise UserError(f"--as {name}: the replay would write into its own source ({label})")
-    seal = lock.check(root, suite_name, get_suite(suite_name).rubric_inputs())
+    seal = lock.check(root, suite_name, get_suite(suite_name, cfg).rubric_inputs())
     hashes = sorted({str(r["rubric_sha256"]) for r in rows})
     in_suite_raw = source.parent == raw_dir(root, suite_name).resolve()
     move_to = None

@@ -87,7 +87,7 @@ class Plan:
 
 
 def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
-    suite = get_suite(suite_name)
+    suite = get_suite(suite_name, cfg)
     cfg.suite(suite_name)
     seal = lock.check(cfg.root, suite_name, suite.rubric_inputs(), unsealed=unsealed)
     seed = suite_seed(cfg, suite_name, seal.rubric_sha256)

@@ -157,7 +157,7 @@ def analysis_section(cfg: Config, name: str) -> Mapping[str, Any]:
     rows = latest(cfg, name)
     items = load_items(cfg, name, rows_rubric(rows))
     graded = graded_rows(cfg, name, items, rows)
-    doc = analyze(cfg, get_suite(name), items, graded, rows)
+    doc = analyze(cfg, get_suite(name, cfg), items, graded, rows)
     section = doc.get("sequential")
     if not isinstance(section, Mapping):
         raise UserError(f"suites.{name}: its analysis has no sequential section")

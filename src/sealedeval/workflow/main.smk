@@ -31,9 +31,9 @@ container: config.get("container") or "docker://localhost/sealedeval:0.1.0"
 # kind, each suite's own schema, defaults applied), then the seal of every enabled suite, so a
 # sealed input edited after the seal stops the build even when every output is up to date.
 CONFIG_FILES = config_files(workflow.overwrite_configfiles)
-check_config(config, CONFIG_FILES, workflow.config_settings.config)
+CFG = check_config(config, CONFIG_FILES, workflow.config_settings.config)
 if workflow.is_main_process:  # not again in every cluster job: the job's command checks it
-    check_seal(Path("."), enabled_suites(config))
+    check_seal(CFG, enabled_suites(config))
 
 
 # Cheap rules run on the submitting host, never as cluster jobs (profiles/slurm).

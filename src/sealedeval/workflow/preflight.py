@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sealedeval.config import validate_workflow_config
+from sealedeval.config import Config, validate_workflow_config
 from sealedeval.errors import UserError
 
 NO_LOCK = "rubric.lock: not found; run `sealedeval seal` and commit it"
@@ -49,16 +49,17 @@ def enabled_suites(config: dict[str, Any]) -> list[str]:
 
 def check_config(
     config: dict[str, Any], config_files: Sequence[str], overrides: Mapping[str, Any]
-) -> None:
+) -> Config:
     """Snakemake's config becomes ``load_config``'s of the same files (``--config`` overrides
-    merged last, as Snakemake does); a bad one stops here with the CLI's line."""
+    merged last, as Snakemake does); a bad one stops here with the CLI's line. The loaded
+    config is returned: the rules look suites up through it (``get_suite(name, CFG)``)."""
     try:
-        validate_workflow_config(config, config_files, overrides)
+        return validate_workflow_config(config, config_files, overrides)
     except UserError as e:
         fail(e)
 
 
-def check_seal(root: Path, suites: Sequence[str]) -> None:
+def check_seal(cfg: Config, suites: Sequence[str]) -> None:
     """The seal every job of these suites will check, checked once now: ``rubric.lock`` exists,
     is committed, and every sealed input of every enabled suite still has its sealed hash
     (``seal.lock.check``, one hash per input). An edit to a sealed data file then stops the
@@ -67,11 +68,11 @@ def check_seal(root: Path, suites: Sequence[str]) -> None:
     from sealedeval.seal import lock
 
     try:
-        if not (root / lock.LOCK_NAME).exists():
+        if not (cfg.root / lock.LOCK_NAME).exists():
             raise UserError(NO_LOCK)
         hashes: dict[str, str] = {}  # the inputs suites share (stats/, ...) hashed once
         for suite in suites:
-            lock.check(root, suite, get_suite(suite).rubric_inputs(), cache=hashes)
+            lock.check(cfg.root, suite, get_suite(suite, cfg).rubric_inputs(), cache=hashes)
     except UserError as e:
         fail(e)
 

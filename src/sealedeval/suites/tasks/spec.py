@@ -1,6 +1,6 @@
 """A ``tasks`` suite's config section, checked: what can be known without reading any file.
 
-``parse`` runs when the config loads (``plugins.configure``), so an unknown grader, grader
+``parse`` runs when the config loads (``plugins.bind``), so an unknown grader, grader
 parameters that do not fit the kind's schema, a judge engine that is not run, or an analysis
 block naming an unknown engine or grader stop every command at once with one line naming the
 config key. Everything that needs the project's files (items, templates, labels) is checked by
