@@ -28,7 +28,7 @@ from sealedeval.fsutil import sha256_file
 from sealedeval.plugins import get_suite
 from sealedeval.seal import git, lock
 from sealedeval.seal.lock import PREREG_NAME
-from sealedeval.store import ledger
+from sealedeval.store import ledger, segments
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
 
 RESULT = Path("results/result.json")
@@ -131,6 +131,7 @@ class Auditor:
         self._guard("counts add up", self.check_counts)
         self._guard("ledger chain", self.check_ledger)
         self._guard("ledgered parts", self.check_ledger_parts)
+        self._guard("shard merge", self.check_shards)
         self._guard("attempts", self.check_attempts)
         self._guard("external anchors", self.check_anchors)
         self._guard("harness headline", self.check_harness_headline)
@@ -597,13 +598,23 @@ class Auditor:
 
     # -- the run ledger ---------------------------------------------------------------------
     def _entries(self) -> list[dict[str, Any]]:
+        """Every entry: ``ledger.jsonl``'s and every shard segment's (``store/segments.py``)."""
         if not hasattr(self, "_ledger_entries"):
-            self._ledger_entries = ledger.read(self.root)
+            self._ledger_entries = segments.all_entries(self.root)
         return self._ledger_entries
+
+    def check_shards(self) -> None:
+        """Sharded suites: the merge again (``stages/merge.py``), naming any shard missing,
+        present twice or holding another shard's keys, and its Merkle root against result.json's."""
+        from sealedeval.stages.merge import audit_shards
+
+        ok, detail = audit_shards(self.cfg, self.result)
+        if detail:
+            self.add("shard merge", ok, detail)
 
     def check_ledger(self) -> None:
         """The chain holds, and the working ledger extends every committed version of it."""
-        entries = self._entries()
+        entries = ledger.read(self.root)
         history = git.file_history(self.root, ledger.LEDGER_NAME)
         if not entries and not history:
             self.add(
