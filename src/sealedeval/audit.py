@@ -616,7 +616,8 @@ class Auditor:
         """The chain holds, and the working ledger extends every committed version of it."""
         entries = ledger.read(self.root)
         history = git.file_history(self.root, ledger.LEDGER_NAME)
-        if not entries and not history:
+        segs = segments.read_segments(self.root)  # shard segments: each its own chain
+        if not entries and not history and not segs:
             self.add(
                 "ledger chain",
                 not raw_files(self.root),
@@ -624,6 +625,7 @@ class Auditor:
             )
             return
         problems = ledger.chain_problems(entries)
+        problems += [p for seg in segs for p in segments.chain_problems(seg)]
         path = self.root / ledger.LEDGER_NAME
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         later = [t for _, t in history[1:]] + [text] if history else []
@@ -646,6 +648,7 @@ class Auditor:
             "; ".join(problems[:3])
             or f"{len(entries)} entries chained; "
             + (f"{pending} not committed yet" if pending else "all committed")
+            + (f"; {len(segs)} shard segments chained" if segs else "")
             + (f"; {head}" if head else ""),
             warn=False,
         )
