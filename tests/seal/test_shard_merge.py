@@ -37,7 +37,8 @@ def sharded_template(tmp_path_factory: pytest.TempPathFactory) -> Project:
         p.git("config", k, v)
     p.init_commit = p.commit("inputs")
     p.seal()
-    p.seal(TINY, SHARDED)
+    rc, _, err = p.cli("seal", "-c", TINY, "-c", SHARDED)  # the layered profile's design
+    assert rc == 0, err
     p.seal_commit = p.commit("Seal rubric", "rubric.lock")
     for k in range(N):
         assert p.run("--shard", f"{k}/{N}", configs=CONFIGS) == 0
@@ -153,6 +154,8 @@ def test_each_shard_chains_its_own_segment_and_the_merge_records_the_root(
     assert "Merkle roots match" in a.detail("shard merge")
     assert a.status("ledger chain") == "PASS" and "3 shard segments" in a.detail("ledger chain")
     assert a.status("ledgered parts") == "PASS", a
+    # the tiny profile runs golden alone; the shard plan is as sealed (no change disclosed)
+    assert a.detail("design as sealed") == "sealed but never run: bloodpanel, grounding"
 
 
 def test_a_deleted_segment_fails_naming_the_shard(sharded: Project) -> None:
