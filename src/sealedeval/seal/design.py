@@ -18,6 +18,8 @@ A suite's design (``suite_design``):
   the ``tasks`` kind does for ``analysis.comparisons: all``).
 - ``parameters``: every other key of the suite's config section (counts, repeats, limits,
   cohorts, temperatures): the sizes of the study.
+- ``shards`` (sharded suites only): the shard plan, the partition function's name and version
+  and N per engine (``seal/shards.py``); a changed N is disclosed like a changed parameter.
 
 The design does not enter the rubric's sha256 (item seeds derive from that, and re-sealing a
 profile must not move them); it is committed in the same file, so the seal commit dates it.
