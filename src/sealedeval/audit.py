@@ -28,7 +28,7 @@ from sealedeval.fsutil import sha256_file
 from sealedeval.plugins import get_suite
 from sealedeval.seal import git, lock
 from sealedeval.seal.lock import PREREG_NAME
-from sealedeval.store import ledger
+from sealedeval.store import ledger, segments
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
 
 RESULT = Path("results/result.json")
@@ -131,6 +131,7 @@ class Auditor:
         self._guard("counts add up", self.check_counts)
         self._guard("ledger chain", self.check_ledger)
         self._guard("ledgered parts", self.check_ledger_parts)
+        self._guard("shard merge", self.check_shards)
         self._guard("attempts", self.check_attempts)
         self._guard("external anchors", self.check_anchors)
         self._guard("harness headline", self.check_harness_headline)
@@ -597,15 +598,26 @@ class Auditor:
 
     # -- the run ledger ---------------------------------------------------------------------
     def _entries(self) -> list[dict[str, Any]]:
+        """Every entry: ``ledger.jsonl``'s and every shard segment's (``store/segments.py``)."""
         if not hasattr(self, "_ledger_entries"):
-            self._ledger_entries = ledger.read(self.root)
+            self._ledger_entries = segments.all_entries(self.root)
         return self._ledger_entries
+
+    def check_shards(self) -> None:
+        """Sharded suites: the merge again (``stages/merge.py``), naming any shard missing,
+        present twice or holding another shard's keys, and its Merkle root against result.json's."""
+        from sealedeval.stages.merge import audit_shards
+
+        ok, detail = audit_shards(self.cfg, self.result)
+        if detail:
+            self.add("shard merge", ok, detail)
 
     def check_ledger(self) -> None:
         """The chain holds, and the working ledger extends every committed version of it."""
-        entries = self._entries()
+        entries = ledger.read(self.root)
         history = git.file_history(self.root, ledger.LEDGER_NAME)
-        if not entries and not history:
+        segs = segments.read_segments(self.root)  # shard segments: each its own chain
+        if not entries and not history and not segs:
             self.add(
                 "ledger chain",
                 not raw_files(self.root),
@@ -613,6 +625,7 @@ class Auditor:
             )
             return
         problems = ledger.chain_problems(entries)
+        problems += [p for seg in segs for p in segments.chain_problems(seg)]
         path = self.root / ledger.LEDGER_NAME
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         later = [t for _, t in history[1:]] + [text] if history else []
@@ -635,6 +648,7 @@ class Auditor:
             "; ".join(problems[:3])
             or f"{len(entries)} entries chained; "
             + (f"{pending} not committed yet" if pending else "all committed")
+            + (f"; {len(segs)} shard segments chained" if segs else "")
             + (f"; {head}" if head else ""),
             warn=False,
         )

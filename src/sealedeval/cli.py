@@ -236,11 +236,11 @@ def _status_stream(fd: int | None) -> IO[str] | None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from sealedeval.run.progress import STATUS_HEADER, status_rows, status_table
-    from sealedeval.store import ledger
+    from sealedeval.store import ledger, segments
     from sealedeval.workflow import joblog
 
     cfg = _cfg(args)
-    entries = ledger.read(cfg.root)
+    entries = segments.all_entries(cfg.root)
     rows = status_rows(entries, since=args.since)
     failed = joblog.failures(cfg.root, args.since) if args.since else []
     # a run whose job failed (too many errors, a refused seal) did not end "done"

@@ -11,7 +11,11 @@ sealed project made before any run; the same profile runs locally in the origina
 * the raw runs hold the same requests, statuses and answers, one row per key;
 * result.json is byte-identical except for what measures the wall clock: the raw-part
   manifest (part names carry a time stamp and a run id, part hashes the rows' timing fields),
-  whose row counts must agree, and the ``latency_s`` summaries (seconds per call);
+  whose row counts must agree, the ``latency_s`` summaries (seconds per call) and the hashes of
+  the ledger segments and their Merkle root (entries carry start and end times); the shard
+  plan, each shard's planned key set, must agree;
+* each SLURM job chained its own ledger segment; the audit of the cluster's project passes, and
+  FAILs naming the shard once a segment is deleted, duplicated or swapped for another's;
 * the cluster is stopped whatever happens and leaves no process behind; a test process killed
   with SIGKILL takes the daemons with it, and the next cluster clears what its jobs left.
 
@@ -104,7 +108,62 @@ def _result(root: Path) -> tuple[str, dict[str, int], int]:
     rows: Counter[str] = Counter()
     for m in doc.pop("manifest"):
         rows[m["path"].rsplit("/", 1)[0]] += m["rows"]
+    # ledger segments hold start and end times: their hashes and Merkle root differ, the
+    # planned key sets per shard must not
+    for eng in doc["suites"][SUITE]["shards"]["engines"].values():
+        assert len(eng.pop("merkle_root")) == 64
+        for seg in eng["segments"]:
+            assert len(seg.pop("sha256")) == 64
     return dumps(_wall_clock_free(doc)), dict(rows), text.count('"latency_s"')
+
+
+def _audit(root: Path, env: dict[str, str]) -> tuple[int, str]:
+    args = [a for c in CONFIGS for a in ("-c", c)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealedeval.cli", "audit", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _shard_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("shard merge"))
+
+
+def _merge_faults_fail_naming_the_shard(root: Path, env: dict[str, str]) -> None:
+    """The cluster's segments audit clean; deleted, duplicated or swapped, the audit FAILs
+    naming the shard."""
+    rc, out = _audit(root, env)
+    assert rc == 0, out
+    assert "PASS" in _shard_line(out) and "Merkle roots match" in _shard_line(out), out
+    seg = root / "ledger" / SUITE / ENGINE
+    kept = {p.name: p.read_bytes() for p in seg.iterdir()}
+    assert sorted(kept) == [f"shard-{i}-of-{SHARDS}.jsonl" for i in range(SHARDS)]
+    name = [f"shard-{i}-of-{SHARDS}.jsonl" for i in range(SHARDS)]
+
+    def restore() -> None:
+        for n, data in kept.items():
+            (seg / n).write_bytes(data)
+
+    (seg / name[1]).unlink()
+    rc, out = _audit(root, env)
+    assert rc == 1 and f"shard 1-of-{SHARDS}: no segment holds it (missing)" in out, out
+    restore()
+    (seg / name[2]).write_bytes(kept[name[0]])
+    rc, out = _audit(root, env)
+    assert rc == 1 and f"shard 0-of-{SHARDS}: present 2 times" in out, out
+    restore()
+    (seg / name[0]).write_bytes(kept[name[1]])
+    (seg / name[1]).write_bytes(kept[name[0]])
+    rc, out = _audit(root, env)
+    assert rc == 1, out
+    assert f"shard 0-of-{SHARDS}: ledger/{SUITE}/{ENGINE}/{name[0]} holds the entries of" in out
+    restore()
+    assert _audit(root, env)[0] == 0
 
 
 def _raw(root: Path) -> list[tuple[str, str, str]]:
@@ -161,6 +220,7 @@ def test_sharded_bloodpanel_on_slurm_matches_local(tmp_path: Path) -> None:
     result = _result(on_slurm)
     assert result[2] > 0  # the figures set aside exist (a rename would make this vacuous)
     assert result == _result(local)
+    _merge_faults_fail_naming_the_shard(on_slurm, env)
 
 
 _KILLED_HOST = """

@@ -93,10 +93,10 @@ class _Source:
 def _ledger_entries(root: Path, shas: set[str]) -> list[str]:
     """Hashes of the project's ledger entries that wrote any of these parts (none when the
     source came from elsewhere without its ledger)."""
-    from sealedeval.store import ledger
+    from sealedeval.store import ledger, segments
 
     out = []
-    for e in ledger.read(root):
+    for e in segments.all_entries(root):
         if any(p.get("sha256") in shas for p in ledger.entry_parts(e)):
             out.append(str(e.get("hash", "")))
     return out

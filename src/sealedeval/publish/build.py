@@ -22,6 +22,7 @@ from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
 from sealedeval.seal import design, lock, standing
+from sealedeval.stages import merge
 from sealedeval.store.raw import part_rows, raw_files
 
 RESULT = Path("results/result.json")
@@ -165,6 +166,9 @@ def assemble(
             name, lock_doc, doc["seal"]
         )
         mine += [what for suite, what in by_part if suite == name]
+        # a sharded suite: every planned shard merged exactly once (stages/merge.py)
+        sharded, merge_problems = merge.merge_suite(cfg, name, doc["seal"].get("counts") or {})
+        mine += merge_problems
         deviations += mine
         suites[name] = {
             "seal": dict(doc["seal"]) | {"status": hist["status"]},
@@ -172,6 +176,7 @@ def assemble(
             "as_sealed": {"ok": not mine, "deviations": mine},
             "design": d,
             "analysis": doc["analysis"],
+            **({"shards": sharded} if sharded is not None else {}),
         }
         for eng, ident in doc["engines"].items():
             identities.setdefault(eng, ident)

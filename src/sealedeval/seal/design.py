@@ -18,6 +18,8 @@ A suite's design (``suite_design``):
   the ``tasks`` kind does for ``analysis.comparisons: all``).
 - ``parameters``: every other key of the suite's config section (counts, repeats, limits,
   cohorts, temperatures): the sizes of the study.
+- ``shards`` (sharded suites only): the shard plan, the partition function's name and version
+  and N per engine (``seal/shards.py``); a changed N is disclosed like a changed parameter.
 
 The design does not enter the rubric's sha256 (item seeds derive from that, and re-sealing a
 profile must not move them); it is committed in the same file, so the seal commit dates it.
@@ -38,14 +40,16 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.seal import shards
 from sealedeval.stats.comparisons import EXPLORATORY
 
 DESIGN_FORMAT = "sealedeval.design/1"
 ENGINE_IDENTITY_KEYS = ("kind", "model", "variant")
 """What identifies an engine as the thing measured; everything else of its config is operational."""
-NON_PARAMETER_KEYS = frozenset({"engines", "compare", "comparisons", "enabled"})
+NON_PARAMETER_KEYS = frozenset({"engines", "compare", "comparisons", "enabled", "shards"})
 """Suite-section keys that are the design's engines and comparisons themselves (or, ``enabled``,
-whether the suite runs at all, which the sealed suite list already says)."""
+whether the suite runs at all, which the sealed suite list already says; ``shards``, sealed as
+the shard plan: ``seal/shards.py``)."""
 
 
 def profile_key(sources: Sequence[str]) -> str:
@@ -96,10 +100,12 @@ def suite_design(cfg: Config, name: str) -> dict[str, Any]:
     section = dict(cfg.data.get("suites", {}).get(name) or {})
     engines = [str(e) for e in section.get("engines") or []]
     known = cfg.data.get("engines", {})
+    plan = shards.shard_plan(section)
     return {
         "engines": {e: engine_identity(known.get(e) or {}) for e in sorted(engines)},
         "comparisons": suite_comparisons(name, section, cfg),
         "parameters": {k: v for k, v in sorted(section.items()) if k not in NON_PARAMETER_KEYS},
+        **({"shards": plan} if plan is not None else {}),
     }
 
 
@@ -195,9 +201,10 @@ def compare(
     ]
     missing_eng = sorted(e for e in sealed_engines if e not in engines_present)
     changed = sorted(e for e, s in status.items() if s == "changed after the seal")
-    params = parameter_changes(
-        sealed_suite.get("parameters") or {}, now_suite.get("parameters") or {}
-    )
+    sealed_params = {k: v for k, v in (sealed_suite.get("parameters") or {}).items()}
+    sealed_params.pop("shards", None)  # a design sealed before the plan: compared as a plan
+    params = parameter_changes(sealed_params, now_suite.get("parameters") or {})
+    params += shards.plan_changes(shards.legacy_plan(sealed_suite), now_suite.get("shards"))
     bad = missing_eng or changed or missing_cmp
     return {
         "status": "deviates from the sealed design"

@@ -34,7 +34,7 @@ from typing import Any
 from sealedeval.config import Config
 from sealedeval.fsutil import sha256_file
 from sealedeval.seal import design, git, lock
-from sealedeval.store import ledger
+from sealedeval.store import ledger, segments
 from sealedeval.store.raw import raw_files
 
 PRE_REGISTERED = "pre-registered"
@@ -82,7 +82,7 @@ def part_deviations(
     stated before publishing). ``present``: path → sha256 of every raw part (the manifest's;
     hashed here when not given). Empty without a ledger: a project that never ledgered is
     judged by the audit alone."""
-    every_entry = ledger.read(root)
+    every_entry = segments.all_entries(root)
     entries = [e for e in every_entry if not ledger.is_pilot(e)]
     if not entries:
         return []
@@ -234,7 +234,7 @@ def history(
     now_design = _suite_design(lock_doc, cfg.sources, name)
     present = {f.relative_to(root).as_posix() for f in raw_files(root, name)}
     by_commit: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for e in counted(ledger.read(root)):
+    for e in counted(segments.all_entries(root)):
         if e.get("suite") == name and e.get("sealed", True) and e.get("seal_commit"):
             by_commit[str(e["seal_commit"])].append(e)
     earlier: list[EarlierSeal] = []

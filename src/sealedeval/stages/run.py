@@ -39,7 +39,7 @@ from sealedeval.run import batch
 from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso, retry_policy
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import CircuitBreaker, Trip
-from sealedeval.seal import lock
+from sealedeval.seal import lock, shards
 from sealedeval.store.raw import (
     RAW_ROOT,
     RawRecord,
@@ -143,12 +143,12 @@ def _adoptable(root: Path, out_dir: Path, shard: tuple[int, int] | None) -> list
     answer to a key another part already answered ok (a killed run asked only what was not
     answered, so such a part was copied or injected, and stays unledgered for the audit)."""
     from sealedeval.fsutil import sha256_file
-    from sealedeval.store import ledger
+    from sealedeval.store import ledger, segments
 
     files = sorted(f for f in out_dir.glob("part-*.parquet") if not f.name.startswith("."))
     if not files:
         return []
-    known = {str(x["path"]) for e in ledger.read(root) for x in ledger.entry_parts(e)}
+    known = {str(x["path"]) for e in segments.all_entries(root) for x in ledger.entry_parts(e)}
     orphans = [f for f in files if f.relative_to(root).as_posix() not in known]
     if not orphans:
         return []
@@ -186,10 +186,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def in_shard(request_key: str, shard: tuple[int, int] | None) -> bool:
-    """Shards split by request key, so a request's shard never depends on list order."""
-    if shard is None or shard[1] == 1:
-        return True
-    return int(request_key[:12], 16) % shard[1] == shard[0]
+    """Shards split by request key, so a request's shard never depends on list order (the
+    sealed partition: ``seal/shards.py``)."""
+    return shards.in_shard(request_key, shard)
 
 
 def marker_name(shard: tuple[int, int] | None) -> str:
@@ -488,7 +487,7 @@ def _ledger(
     from sealedeval.fsutil import sha256_file
     from sealedeval.seal import design
     from sealedeval.stages.pipeline import suite_config_sha256
-    from sealedeval.store import ledger
+    from sealedeval.store import ledger, segments
 
     design_status = design.run_status(cfg, p.suite.name, engine_name)
 
@@ -500,7 +499,14 @@ def _ledger(
             parts.append(
                 {"path": f.relative_to(cfg.root).as_posix(), "sha256": sha256_file(f), "rows": rows}
             )
-    ledger.append(
+    # a shard of a sharded study run chains into its own segment: no lock shared across nodes
+    sharded = shard is not None and shard[1] > 1 and target.kind == "run"
+    append = (
+        (lambda root, e: segments.append(root, p.suite.name, engine_name, shard, e))
+        if sharded and shard is not None
+        else ledger.append
+    )
+    append(
         cfg.root,
         {
             "kind": target.kind,
