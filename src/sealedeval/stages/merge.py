@@ -49,7 +49,7 @@ def planned_keys(cfg: Config, suite: str, engine: str, rubric_sha256: str) -> li
     from sealedeval.stages.pipeline import load_items
     from sealedeval.stages.run import suite_engine
 
-    s = get_suite(suite)
+    s = get_suite(suite, cfg)
     ecfg = suite_engine(cfg, suite, engine)
     model = build_engine(ecfg, answerer=s.reference_answer, root=cfg.root).model
     seed = suite_seed(cfg, suite, rubric_sha256)
@@ -67,7 +67,7 @@ def _rubric(cfg: Config, suite: str) -> str:
             return str(found["sha256"])
     from sealedeval.plugins import get_suite
 
-    inputs = get_suite(suite).rubric_inputs()
+    inputs = get_suite(suite, cfg).rubric_inputs()
     return str(lock.compute(cfg.root, {suite: inputs})["suites"][suite]["sha256"])
 
 

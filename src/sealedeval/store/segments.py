@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,8 +167,3 @@ def chain_problems(segment: Segment) -> list[str]:
     if segment.error:
         return [segment.error]
     return [f"{segment.path}: {p}" for p in ledger.chain_problems(list(segment.entries))]
-
-
-def shards_named(segments: Sequence[Segment]) -> list[tuple[int, int]]:
-    """The (K, N) of each segment whose file name is a segment's."""
-    return [s.shard for s in segments if s.shard is not None]
