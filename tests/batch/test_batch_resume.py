@@ -50,6 +50,7 @@ def _latest(root: Path) -> dict[str, dict[str, Any]]:
     return latest_rows(_all_rows(root))
 
 
+@pytest.mark.slow
 def test_killed_mid_batch_reattaches_without_a_second_submission(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -83,6 +83,7 @@ def _normal(x: Any, costs: dict[str, float], path: str = "") -> Any:
     return x
 
 
+@pytest.mark.slow
 def test_tasks_batch_run_matches_live_result_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -145,6 +146,7 @@ def test_tasks_batch_run_matches_live_result_json(
         assert bc[k] == pytest.approx(v / 2), k
 
 
+@pytest.mark.slow
 def test_ten_thousand_items_split_at_a_small_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -187,6 +187,7 @@ def test_two_models_import_publish_audit(sealed: Path, capsys: pytest.CaptureFix
     assert "| mockllm-model | match |" in md and "**DIFFERS**" not in md
 
 
+@pytest.mark.slow
 def test_reimport_is_noop_changed_log_is_new_ingest(
     sealed: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

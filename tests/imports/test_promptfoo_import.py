@@ -153,6 +153,7 @@ def test_repeats_are_one_item_each(project: Path, tmp_path: Path) -> None:
     assert an["headline_match"] is True
 
 
+@pytest.mark.slow
 def test_report_and_audit(project: Path, log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert sealedeval_import(project, str(log)) == 0
     _rc, checks = publish_and_audit(project, capsys)
@@ -168,6 +169,7 @@ def test_report_and_audit(project: Path, log: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize("edit", ["headline", "error hidden"])
+@pytest.mark.slow
 def test_headline_mismatch_is_an_audit_failure(
     project: Path, log: Path, edit: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -323,6 +323,7 @@ def meantask():
 """
 
 
+@pytest.mark.slow
 def test_inspect_mean_metrics_imported_and_compared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

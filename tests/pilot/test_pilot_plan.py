@@ -266,6 +266,7 @@ def test_plan_says_what_it_cannot_size(tmp_path: Path, fake: FakeOpenAI) -> None
     assert (c["mde"], c["n_for_delta"]) == (None, None)
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_exit_2(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = init_project(tmp_path, fake)
     err = one_line_error(cli(root, "plan", "example", check=False))

@@ -331,6 +331,7 @@ def test_standard_errors_are_the_intervals_own() -> None:
     assert got["kappa"] == {"num_samples": 10}
 
 
+@pytest.mark.slow
 def test_the_same_result_json_exports_the_same_bytes(tmp_path: Path) -> None:
     first = _project_with(tmp_path / "a", RESULT_ALL.read_bytes())
     second = _project_with(tmp_path / "b", RESULT_ALL.read_bytes())

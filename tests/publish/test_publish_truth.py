@@ -255,6 +255,7 @@ def test_missing_engine_is_not_as_sealed_and_exits_1(tmp_path: Path, fake: FakeO
     assert rc != 0, out  # the audit fails what the report states
 
 
+@pytest.mark.slow
 def test_changed_sealed_input_stops_publish(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = _sealed_project(tmp_path, fake)
     items = [dict(i) for i in ITEMS]

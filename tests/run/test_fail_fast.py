@@ -111,6 +111,7 @@ def resume_after_fix(root: Path) -> None:
     assert status_outcome(root) == "done"
 
 
+@pytest.mark.slow
 def test_connection_refused_stops_within_the_first_calls(
     make_project: Callable[..., Path], closed_port: int
 ) -> None:
@@ -130,6 +131,7 @@ def test_connection_refused_stops_within_the_first_calls(
     resume_after_fix(root)
 
 
+@pytest.mark.slow
 def test_unresolvable_host_stops_within_the_first_calls(make_project: Callable[..., Path]) -> None:
     root = make_project()
     url = "http://nonexistent.invalid/v1"  # RFC 6761: .invalid never resolves
@@ -142,6 +144,7 @@ def test_unresolvable_host_stops_within_the_first_calls(make_project: Callable[.
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_rejected_key_stops_at_the_first_answer_and_is_never_written(
     make_project: Callable[..., Path],
 ) -> None:
