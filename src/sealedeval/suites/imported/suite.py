@@ -37,7 +37,7 @@ from sealedeval.stats.comparisons import (
 )
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
 from sealedeval.suites.imported import aggregations, scores
-from sealedeval.suites.tasks.analysis import rate, reduce_outcomes
+from sealedeval.suites.tasks.analysis import item_mean_comparison, rate, reduce_outcomes
 
 Row = Mapping[str, Any]
 SPEC_DIR = ".sealedeval"
@@ -809,34 +809,10 @@ defaults of ``stats.comparisons`` (δ = 0.05, α = 0.05, power 0.8, Holm)."""
 def _paired(
     a: str, b: str, oa: Mapping[str, list[bool]], ob: Mapping[str, list[bool]], how: str
 ) -> dict[str, Any]:
-    """The tasks suite's paired comparison on per-sample means of the verdicts."""
-    common = sorted(set(oa) & set(ob))
-    xa = [sum(oa[i]) / len(oa[i]) for i in common]
-    xb = [sum(ob[i]) / len(ob[i]) for i in common]
-    diffs = [x - y for x, y in zip(xa, xb, strict=True)]
-    n_pos, n_neg, p = stats.sign_test_items(diffs) if diffs else (0, 0, 1.0)
-    d = sum(diffs) / len(diffs) if diffs else None
-    se = stats.paired_se(xa, xb) if len(diffs) >= 2 else math.nan
-    lo = hi = None
-    if d is not None and math.isfinite(se):
-        lo, hi = d - stats.Z_95 * se, d + stats.Z_95 * se
-    ra = sum(reduce_outcomes(oa[i], how) for i in common)
-    rb = sum(reduce_outcomes(ob[i], how) for i in common)
-    return {
-        "a": a,
-        "b": b,
-        "n_items": len(common),
-        "a_accuracy": rate(ra, len(common)),
-        "b_accuracy": rate(rb, len(common)),
-        "a_better": n_pos,
-        "b_better": n_neg,
-        "ties": len(common) - n_pos - n_neg,
-        "difference": d,
-        "se": se if math.isfinite(se) else None,
-        "lo": lo,
-        "hi": hi,
-        "p": p,
-        "test": "exact two-sided sign test on the samples' score differences",
+    """The tasks suite's paired comparison on per-sample means of the verdicts, with this
+    suite's comparison plan's record."""
+    common = sorted(i for i in set(oa) & set(ob) if oa[i] and ob[i])
+    return item_mean_comparison(a, b, oa, ob, how, unit="sample") | {
         "paired": paired_comparison(
             f"{a} vs {b}",
             "engines",

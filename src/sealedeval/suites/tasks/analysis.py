@@ -424,14 +424,22 @@ def _cost(
     return out, metrics
 
 
-def _item_means(e: _Engine) -> dict[str, float]:
-    return {i: sum(v) / len(v) for i, v in e.primary_outcomes().items() if v}
-
-
-def _paired(a: _Engine, b: _Engine, how: str) -> dict[str, Any]:
-    ma, mb = _item_means(a), _item_means(b)
-    ra = {i: reduce_outcomes(v, how) for i, v in a.primary_outcomes().items() if v}
-    rb = {i: reduce_outcomes(v, how) for i, v in b.primary_outcomes().items() if v}
+def item_mean_comparison(
+    a: str,
+    b: str,
+    outcomes_a: Mapping[str, Sequence[bool]],
+    outcomes_b: Mapping[str, Sequence[bool]],
+    how: str,
+    *,
+    unit: str = "item",
+) -> dict[str, Any]:
+    """Two engines compared on the items both answered: each item's mean verdict over its
+    repeats, the mean difference with a paired normal interval, and the exact sign test on the
+    differences; each side's accuracy after ``how`` reduces the repeats. One function for every
+    suite that compares verdict lists (tasks, imported): the same pair gives the same numbers
+    whichever suite reports it. ``se`` is None where it is undefined (fewer than two items)."""
+    ma = {i: sum(v) / len(v) for i, v in outcomes_a.items() if v}
+    mb = {i: sum(v) / len(v) for i, v in outcomes_b.items() if v}
     common = sorted(set(ma) & set(mb))
     xa = [ma[i] for i in common]
     xb = [mb[i] for i in common]
@@ -442,22 +450,28 @@ def _paired(a: _Engine, b: _Engine, how: str) -> dict[str, Any]:
     lo = hi = None
     if d is not None and math.isfinite(se):
         lo, hi = d - stats.Z_95 * se, d + stats.Z_95 * se
+    ra = sum(reduce_outcomes(outcomes_a[i], how) for i in common)
+    rb = sum(reduce_outcomes(outcomes_b[i], how) for i in common)
     return {
-        "a": a.name,
-        "b": b.name,
+        "a": a,
+        "b": b,
         "n_items": len(common),
-        "a_accuracy": rate(sum(ra[i] for i in common), len(common)),
-        "b_accuracy": rate(sum(rb[i] for i in common), len(common)),
+        "a_accuracy": rate(ra, len(common)),
+        "b_accuracy": rate(rb, len(common)),
         "a_better": n_pos,
         "b_better": n_neg,
         "ties": len(common) - n_pos - n_neg,
         "difference": d,
-        "se": se,
+        "se": se if math.isfinite(se) else None,
         "lo": lo,
         "hi": hi,
         "p": p,
-        "test": "exact two-sided sign test on the items' score differences",
+        "test": f"exact two-sided sign test on the {unit}s' score differences",
     }
+
+
+def _paired(a: _Engine, b: _Engine, how: str) -> dict[str, Any]:
+    return item_mean_comparison(a.name, b.name, a.primary_outcomes(), b.primary_outcomes(), how)
 
 
 Pairs = frozenset[tuple[str, str]]
