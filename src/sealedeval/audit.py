@@ -14,6 +14,7 @@ RFC 3161 token, a deposit) anchors the seal.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,7 +39,6 @@ REPORT_MD = Path("results/report.md")
 def dvc_dir_md5(directory: Path) -> str:
     """The md5 DVC 3 records for a directory output (``<md5>.dir`` in dvc.lock): the md5 of the
     JSON list of ``{"md5", "relpath"}`` of every file, sorted by path."""
-    import hashlib
 
     entries = []
     for f in sorted(p for p in directory.rglob("*") if p.is_file()):

@@ -7,9 +7,11 @@ because every file is written atomically.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -269,8 +271,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
     """Per suite, the seal status and each engine's headline with its interval, as result.json
     states them (``publish.summary``: nothing is recomputed), and where report.html is."""
-    import json
-    from datetime import UTC, datetime
 
     from sealedeval.publish.build import RESULT
     from sealedeval.publish.html import REPORT_HTML
@@ -355,7 +355,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
     figure (drawn once, by ``--jobs`` forked processes while this one reads the samples),
     report.html and report.pdf. One process instead of publish, figures and pdf jobs: each
     paid the start-up and read result.json again, and report.html drew every figure twice."""
-    import json
 
     from sealedeval.fsutil import write_bytes_atomic, write_text_atomic
     from sealedeval.plugins import presenting
@@ -421,7 +420,6 @@ def cmd_suites(args: argparse.Namespace) -> int:
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
-    import json
 
     from sealedeval.publish.build import RESULT
     from sealedeval.publish.figures import write_figures
@@ -438,7 +436,6 @@ def cmd_figures(args: argparse.Namespace) -> int:
 def _pdf_anchors(root: Path) -> list[str]:
     """The external anchors report.pdf's seal section names (an RFC 3161 token, a Zenodo
     pre-registration), from the files beside rubric.lock."""
-    import json
 
     from sealedeval.seal import timestamp
     from sealedeval.seal.lock import PREREG_NAME
@@ -466,7 +463,6 @@ def _write_pdf(root: Path, result: dict[str, Any], report_md: str) -> Path:
 
 
 def cmd_pdf(args: argparse.Namespace) -> int:
-    import json
 
     from sealedeval.publish.build import REPORT_MD, RESULT
 
@@ -656,7 +652,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    import json
 
     from sealedeval.audit import Auditor, failed, render
     from sealedeval.publish.build import RESULT

@@ -12,6 +12,7 @@ section against the suite's own schema. Errors are one line naming the file and 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,7 +102,6 @@ need not repeat them."""
 def _other_suite(name: str, merged: Mapping[str, Any]) -> str:
     """A hint for a suite section that names no known suite: a close name among the config's
     other sections (a misspelt ``tasks`` suite is not in the registry's list)."""
-    import difflib
 
     others = [str(n) for n in merged.get("suites", {}) if n != name]
     close = difflib.get_close_matches(name, others, n=1)

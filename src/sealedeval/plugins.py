@@ -482,7 +482,6 @@ def suite_config_schema(name: str, *, kind: bool = False) -> Mapping[str, Any] |
     (found without importing the suite, so loading a config stays cheap), else the suite's
     ``config_schema()`` hook, else None (only the common keys are checked)."""
     import importlib.util
-    from pathlib import Path
 
     from sealedeval import yamlio
 

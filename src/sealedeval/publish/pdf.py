@@ -9,6 +9,7 @@ two builds from the same inputs are byte-identical.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -271,8 +272,6 @@ def _raster_xobject(raster: Raster) -> Any:
             )
             out: bytes = PDFStream(d, raster.flate_rgb).format(document)
             return out
-
-    import hashlib
 
     return RasterXObject("raster" + hashlib.sha256(raster.flate_rgb).hexdigest()[:32])
 

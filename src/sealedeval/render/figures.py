@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,6 @@ RASTER_ZLIB_LEVEL = 6
 def _raster_of(rgba: Any) -> Raster | None:
     """The ``Raster`` of an (height, width, 4) uint8 array, or None when any pixel is not
     opaque (RGB has no alpha; such a figure goes the PNG's way)."""
-    import zlib
 
     import numpy as np
 

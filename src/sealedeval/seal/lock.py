@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,6 @@ def write(
 
 
 def read(root: Path) -> dict[str, Any]:
-    import json
 
     path = root / LOCK_NAME
     if not path.exists():

@@ -10,6 +10,7 @@ it, and that its imprint is the lock's current sha256.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import shutil
 import subprocess
@@ -212,7 +213,6 @@ def ledger_head_problems(root: Path, entries: list[dict[str, Any]]) -> tuple[lis
     """(problems, detail) of a stored ledger-head token against the ledger now: the token must
     verify over ``ledger.head.json``, and the ledger's entry at that position must still carry
     that hash (entries appended since are fine: the ledger grows)."""
-    import json
 
     if not (root / HEAD_NAME).exists() or not (root / HEAD_TSR).exists():
         return [], ""

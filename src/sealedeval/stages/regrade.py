@@ -29,6 +29,7 @@ gets the same error rows, and passes — while one error more fails loudly as fo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -416,7 +417,6 @@ def regrade(
 
 
 def _identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    import json
 
     for r in rows:
         doc = json.loads(str(r["engine_identity"]) or "{}")

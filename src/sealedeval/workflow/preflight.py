@@ -10,6 +10,7 @@ parser without a traceback.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -85,7 +86,6 @@ def not_as_sealed(root: Path) -> str:
     rule writes such a result and its reports, labelled (``--allow-incomplete``: a failed job's
     outputs would be deleted, and the reader would have nothing that says why); the build then
     ends with this line and a non-zero status, so no one takes it for a clean build."""
-    import json
 
     path = root / RESULT
     if not path.exists():

@@ -20,6 +20,7 @@ suite's target column, so kinds never need to know the column's name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,7 +161,6 @@ def text_of(value: Any) -> str:
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
         return str(value)
-    import json
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 

@@ -18,6 +18,7 @@ discordant tasks) for each, with the mid-p McNemar test beside it (issue #30).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -277,7 +278,6 @@ def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) ->
     whose tool calls all failed are the third row. The groups are different tasks, not the same
     tasks paired, so the split is diagnostic, not causal.
     """
-    import json
 
     from sealedeval.run.agent import trajectory_summary
 
@@ -334,7 +334,6 @@ def top_transcripts(
     """The transcripts behind the top-scoring tasks, for a human to read: a pass that never
     answers, or adds a false claim, is a grader artefact no aggregate shows. Tasks ranked by
     pass rate over every answer row (ties by id); up to ``per_task`` passing rows quoted each."""
-    import json
 
     by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
