@@ -22,13 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealedeval import yamlio
 from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
 from sealedeval.plugins import get_suite
-from sealedeval.seal import git, lock
+from sealedeval.publish.build import assemble, published_suites, versions
+from sealedeval.seal import design, git, lock, timestamp
 from sealedeval.seal.lock import PREREG_NAME
+from sealedeval.stages import artifacts
+from sealedeval.stages.ingest import seal_time
+from sealedeval.stages.merge import audit_shards
+from sealedeval.stages.pipeline import derive
+from sealedeval.stages.sequential import suite_plan
 from sealedeval.store import ledger, segments
 from sealedeval.store.raw import latest_rows, raw_files, read_raw
 
@@ -50,7 +57,6 @@ def dvc_dir_md5(directory: Path) -> str:
 
 def _dvc_lock_raw_md5s(text: str | None) -> set[str]:
     """Every md5 a dvc.lock text records for ``results/raw`` (as a stage's out or dep)."""
-    from sealedeval import yamlio
 
     try:
         doc = yamlio.safe_load(text or "") or {}
@@ -277,7 +283,6 @@ class Auditor:
 
     def check_binding(self) -> None:
         doc = lock.read(self.root)
-        from sealedeval.stages.ingest import seal_time
 
         bad = Counter[str]()
         unsealed = 0
@@ -336,9 +341,6 @@ class Auditor:
     def check_rederive(self) -> None:
         """Every stage again, in memory: items, graded rows and analysis per suite against the
         files the workflow wrote (where present), then result.json and report.md."""
-        from sealedeval.publish.build import assemble, published_suites
-        from sealedeval.stages import artifacts
-        from sealedeval.stages.pipeline import derive
 
         problems = []
         docs = {}
@@ -388,9 +390,6 @@ class Auditor:
         derived again) finds no stop it did not allow and no answers past its stop, and every
         look the ledger records (``sequential`` in the entry of the slice run that completed
         it) equals the replay's look at that n, and every look of the replay is recorded."""
-        from sealedeval.publish.build import published_suites
-        from sealedeval.stages.pipeline import derive
-        from sealedeval.stages.sequential import suite_plan
 
         current = {s: e["sha256"] for s, e in lock.read(self.root)["suites"].items()}
         entries = ledger.counted(self._entries())
@@ -469,7 +468,6 @@ class Auditor:
     def check_environment(self) -> None:
         """Library versions are provenance, kept apart from the numbers: a difference is
         reported (WARN), never a failure; any number that differs fails the re-derivation."""
-        from sealedeval.publish.build import versions
 
         if self.result is None:
             return
@@ -499,7 +497,6 @@ class Auditor:
         lock at the commit every row is bound to — so it predates the calls as the rubric does.
         An engine the design does not name is allowed and named "added after the seal"; a
         changed parameter (repeats, counts) is a WARN with both values."""
-        from sealedeval.seal import design
 
         if self.result is None:
             return
@@ -606,7 +603,6 @@ class Auditor:
     def check_shards(self) -> None:
         """Sharded suites: the merge again (``stages/merge.py``), naming any shard missing,
         present twice or holding another shard's keys, and its Merkle root against result.json's."""
-        from sealedeval.stages.merge import audit_shards
 
         ok, detail = audit_shards(self.cfg, self.result)
         if detail:
@@ -638,7 +634,6 @@ class Auditor:
                 break
         committed = len(ledger.parse(history[-1][1])) if history else 0
         pending = len(entries) - committed
-        from sealedeval.seal import timestamp
 
         head_problems, head = timestamp.ledger_head_problems(self.root, entries)
         problems += head_problems
@@ -749,7 +744,6 @@ class Auditor:
 
     def check_anchors(self) -> None:
         """RFC 3161 token and/or pre-registration deposit; each must predate the first call."""
-        from sealedeval.seal import timestamp
 
         sealed_starts = [r["started_at"] for r in self.rows if r["sealed"]]
         first = min(sealed_starts) if sealed_starts else None

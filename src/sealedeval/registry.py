@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
+from sealedeval._version import __version__
 from sealedeval.errors import UserError
 
 T = TypeVar("T")
@@ -46,7 +47,6 @@ class EntryInfo:
 
 
 def _package_version() -> str:
-    from sealedeval._version import __version__
 
     return __version__
 

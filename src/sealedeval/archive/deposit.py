@@ -11,6 +11,8 @@ from sealedeval.archive import bundle, citation, figshare, zenodo
 from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.fsutil import sha256_file, write_text_atomic
+from sealedeval.seal import timestamp
+from sealedeval.seal.lock import LOCK_NAME, PREREG_NAME
 
 
 def metadata(cfg: Config, *, prereg: bool = False, embargo: str | None = None) -> dict[str, Any]:
@@ -89,8 +91,6 @@ def preregister(
     zenodo_url: str | None = None,
 ) -> dict[str, Any]:
     """Deposit rubric.lock (and its RFC 3161 token, if any) as a pre-registration record."""
-    from sealedeval.seal import timestamp
-    from sealedeval.seal.lock import LOCK_NAME, PREREG_NAME
 
     root = cfg.root
     files = [root / LOCK_NAME] + [

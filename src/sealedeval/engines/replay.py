@@ -46,6 +46,8 @@ from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, sha256_text
+from sealedeval.store import ledger, segments
+from sealedeval.store.raw import iter_raw, latest_rows
 
 MATCH_MODES: Final = ("auto", "key", "item")
 MISSING: Final = "replay_missing"
@@ -64,7 +66,6 @@ class _Source:
     """The recorded rows of one raw-store directory, indexed by key and by item."""
 
     def __init__(self, root: Path, source: str, where: str) -> None:
-        from sealedeval.store.raw import iter_raw, latest_rows
 
         path = Path(source)
         self.dir = path if path.is_absolute() else root / path
@@ -93,7 +94,6 @@ class _Source:
 def _ledger_entries(root: Path, shas: set[str]) -> list[str]:
     """Hashes of the project's ledger entries that wrote any of these parts (none when the
     source came from elsewhere without its ledger)."""
-    from sealedeval.store import ledger, segments
 
     out = []
     for e in segments.all_entries(root):

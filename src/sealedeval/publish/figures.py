@@ -23,6 +23,9 @@ from typing import Any
 
 from sealedeval.fsutil import write_bytes_atomic
 from sealedeval.plugins import presentation_hook
+from sealedeval.publish import generic
+from sealedeval.publish.first_page import forest_spec
+from sealedeval.publish.summary import suite_summaries
 from sealedeval.render.figures import FORMATS, FigureSpec, Raster, preload, render_formats
 
 FIGURES_DIR = Path("results/figures")
@@ -36,7 +39,6 @@ def suite_specs(name: str, section: Mapping[str, Any]) -> list[FigureSpec]:
     fn = presentation_hook(name, "figures")
     if fn is not None:
         return list(fn(section))
-    from sealedeval.publish import generic
 
     return generic.figure_specs(name, section)
 
@@ -44,8 +46,6 @@ def suite_specs(name: str, section: Mapping[str, Any]) -> list[FigureSpec]:
 def summary_specs(result: Mapping[str, Any]) -> list[tuple[str, FigureSpec]]:
     """``(suite, spec)`` of the first page's figures: each suite's forest of its
     pre-registered comparisons (``publish.first_page``), for the suites that have any."""
-    from sealedeval.publish.first_page import forest_spec
-    from sealedeval.publish.summary import suite_summaries
 
     out = []
     for s in suite_summaries(result):

@@ -39,11 +39,14 @@ from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
-from sealedeval.publish import generic, summary
+from sealedeval.publish import figures, first_page, generic, summary
 from sealedeval.publish.first_page import FOREST
 from sealedeval.render.md import price_text
 from sealedeval.render.metrics import added_engines, added_in_any, engine_label
+from sealedeval.stages import artifacts
 from sealedeval.stages.grade import BASE_COLUMNS
+from sealedeval.stages.pipeline import load_items, rows_rubric
+from sealedeval.store.raw import latest_records, raw_files
 
 REPORT_HTML = Path("results/report.html")
 
@@ -241,7 +244,6 @@ def figure_svgs(
     """``(suite, stem, caption, svg bytes)`` for every figure: from ``drawn`` (the files
     ``publish.figures.build_figures`` rendered for results/figures/, so the page embeds the
     very bytes written there), else drawn here."""
-    from sealedeval.publish import figures
 
     if drawn is None:
         drawn = figures.build_figures(result, formats=("svg",))
@@ -520,9 +522,6 @@ def read_samples(
     with each item's expected answer from the items file, or, when the workflow's generate
     step did not write one (``sealedeval run`` alone) and ``cfg`` is given, from the items the
     suite generates under the rows' rubric hash (what the analysis graded against)."""
-    from sealedeval.stages import artifacts
-    from sealedeval.stages.pipeline import load_items, rows_rubric
-    from sealedeval.store.raw import latest_records, raw_files
 
     out: list[dict[str, Any]] = []
     for name, section in result.get("suites", {}).items():
@@ -778,7 +777,6 @@ def _summary_html(
     pre-registered comparisons (``forests``: suite → its stem and caption, numbered from
     ``first_number``) and the verdicts — the same records and sentences, so the three reports
     cannot disagree."""
-    from sealedeval.publish import first_page
 
     out: list[str | FigureSlot] = ['<section id="summary"><h2>Summary</h2>']
     out.append(
@@ -869,7 +867,6 @@ class FigureSlot:
 def figure_slots(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """``(suite, stem, caption)`` for every figure of ``result``, in report order (nothing
     is drawn)."""
-    from sealedeval.publish import figures
 
     return [(s, figures.stem(s, spec), spec.caption) for s, spec in figures.specs(result)]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from sealedeval.errors import UserError
 from sealedeval.publish.figures import FIGURES_DIR
+from sealedeval.publish.report_md import APPENDIX
 from sealedeval.render.figures import Raster, raster_from_png
 
 REPORT_PDF = Path("results/report.pdf")
@@ -369,8 +370,6 @@ def build_pdf(
         Spacer,
         TableStyle,
     )
-
-    from sealedeval.publish.report_md import APPENDIX
 
     ss = getSampleStyleSheet()
     body, small = ss["BodyText"], ss["BodyText"].clone("small", fontSize=7, leading=8.5)

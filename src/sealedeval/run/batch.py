@@ -43,6 +43,7 @@ from sealedeval.engines.batch import (
 )
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
+from sealedeval.run.progress import batch_line
 from sealedeval.run.retry import Attempts, RetryPolicy, with_retries
 
 T = TypeVar("T")
@@ -265,7 +266,6 @@ async def _poll(
 ) -> list[tuple[SubmittedBatch, BatchStatus | EngineError]]:
     """Poll until every batch has ended (or its status can no longer be read: that error is
     then every one of its requests' row); reports a line whenever a state or count moved."""
-    from sealedeval.run.progress import batch_line
 
     ended: dict[str, BatchStatus | EngineError] = {}
     last: dict[str, BatchStatus] = {}

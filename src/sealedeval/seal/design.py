@@ -40,7 +40,8 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
-from sealedeval.seal import shards
+from sealedeval.plugins import get_suite, hook
+from sealedeval.seal import lock, shards
 from sealedeval.stats.comparisons import EXPLORATORY
 
 DESIGN_FORMAT = "sealedeval.design/1"
@@ -78,7 +79,6 @@ def suite_comparisons(
 ) -> list[list[str]]:
     """The engine pairs a suite's config pre-registers (the suite's hook when it has one;
     ``cfg`` binds a suite configured from a kind)."""
-    from sealedeval.plugins import get_suite, hook
 
     engines = [str(e) for e in section.get("engines") or []]
     try:
@@ -221,7 +221,6 @@ def compare(
 def kept_designs(root: Path) -> dict[str, Any]:
     """The designs of the current lock whose config files all still exist: re-sealing one
     profile keeps the others; a profile whose file was deleted is dropped with it."""
-    from sealedeval.seal import lock
 
     if not (root / lock.LOCK_NAME).exists():
         return {}
@@ -254,7 +253,6 @@ sealed with."""
 
 def sealed_suite_design(cfg: Config, suite: str) -> dict[str, Any] | None:
     """The suite's design as sealed for this profile, or None (no lock, or none sealed)."""
-    from sealedeval.seal import lock
 
     if not (cfg.root / lock.LOCK_NAME).exists():
         return None
@@ -299,7 +297,6 @@ def to_exploratory(records: Iterable[MutableMapping[str, Any]]) -> None:
 def run_status(cfg: Config, suite: str, engine: str) -> str:
     """How a run about to start stands to the sealed design (recorded in its ledger entry, and
     said on the terminal when it is anything but ``sealed``)."""
-    from sealedeval.seal import lock
 
     if not (cfg.root / lock.LOCK_NAME).exists():
         return "design not sealed"

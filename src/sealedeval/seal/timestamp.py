@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealedeval.canonical import dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file, write_bytes_atomic
 from sealedeval.seal.lock import LOCK_NAME
+from sealedeval.store import ledger
 
 TSR_NAME = LOCK_NAME + ".tsr"
 CHAIN_NAME = LOCK_NAME + ".tsa.pem"
@@ -180,8 +182,6 @@ def stamp_ledger_head(
     of entries and the last entry's chained hash, and an RFC 3161 token covers that file. Every
     entry up to the head is then fixed at the TSA's time: a ledger rewritten later — even with a
     recomputed chain and a rewritten git history — no longer has that hash at that position."""
-    from sealedeval.canonical import dumps
-    from sealedeval.store import ledger
 
     entries = ledger.read(root)
     if not entries:

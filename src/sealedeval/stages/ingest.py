@@ -19,6 +19,13 @@ from typing import Any
 from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
+from sealedeval.fsutil import sha256_file
+from sealedeval.plugins import get_suite
+from sealedeval.run.dispatcher import now_iso
+from sealedeval.seal import git, lock, timestamp
+from sealedeval.stages.pipeline import suite_config_sha256
+from sealedeval.store import ledger
+from sealedeval.store.raw import RawWriter, raw_dir, raw_files, read_columns
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -98,8 +105,6 @@ class Seal:
 def seal_state(cfg: Config | None, suite: str) -> Seal:
     """The suite's current seal when it is sealed and committed; else unsealed (``""``).
     Without a config (a first read, before the import writes the suite's block): unsealed."""
-    from sealedeval.plugins import get_suite
-    from sealedeval.seal import lock
 
     if cfg is None:
         return Seal("", "", False)
@@ -176,7 +181,6 @@ def _ts(iso: str) -> float:
 def seal_time(root: Path, commit: str) -> float:
     """When the seal provably existed: its commit's date, or the RFC 3161 token's time when a
     token over rubric.lock is present and later (a sample must start after both)."""
-    from sealedeval.seal import git, timestamp
 
     t = float(git.commit_time(root, commit))
     if (root / timestamp.TSR_NAME).exists():
@@ -208,8 +212,6 @@ def mark_predating(root: Path, rows: Sequence[dict[str, Any]]) -> int:
 
 def already_imported(root: Path, ing: Ingest) -> bool:
     """The same bytes were imported into this suite/engine and their keys are all present."""
-    from sealedeval.store import ledger
-    from sealedeval.store.raw import raw_files, read_columns
 
     seen = any(
         e.get("kind") == "import"
@@ -227,11 +229,6 @@ def already_imported(root: Path, ing: Ingest) -> bool:
 
 def write(cfg: Config, ing: Ingest) -> Outcome:
     """Write the rows as parts and append the ledger entry (or nothing: a no-op re-import)."""
-    from sealedeval.fsutil import sha256_file
-    from sealedeval.run.dispatcher import now_iso
-    from sealedeval.stages.pipeline import suite_config_sha256
-    from sealedeval.store import ledger
-    from sealedeval.store.raw import RawWriter, raw_dir
 
     ok = sum(1 for r in ing.rows if r["status"] == "ok")
     if already_imported(cfg.root, ing):

@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from sealedeval.config import Config
+from sealedeval.engines import build_engine
+from sealedeval.keys import suite_seed
+from sealedeval.plugins import RequestContext, get_suite
 from sealedeval.seal import lock, shards
+from sealedeval.stages.pipeline import load_items
+from sealedeval.stages.run import suite_engine
 from sealedeval.store import ledger, segments
 from sealedeval.store.raw import read_columns
 
@@ -43,11 +48,6 @@ class EngineMerge:
 def planned_keys(cfg: Config, suite: str, engine: str, rubric_sha256: str) -> list[str]:
     """The request keys a full run of ``engine`` on ``suite`` plans (phase 1), as ``run`` builds
     them from the items generated under ``rubric_sha256``."""
-    from sealedeval.engines import build_engine
-    from sealedeval.keys import suite_seed
-    from sealedeval.plugins import RequestContext, get_suite
-    from sealedeval.stages.pipeline import load_items
-    from sealedeval.stages.run import suite_engine
 
     s = get_suite(suite, cfg)
     ecfg = suite_engine(cfg, suite, engine)
@@ -65,7 +65,6 @@ def _rubric(cfg: Config, suite: str) -> str:
         found = (lock.read(cfg.root).get("suites") or {}).get(suite)
         if found:
             return str(found["sha256"])
-    from sealedeval.plugins import get_suite
 
     inputs = get_suite(suite, cfg).rubric_inputs()
     return str(lock.compute(cfg.root, {suite: inputs})["suites"][suite]["sha256"])

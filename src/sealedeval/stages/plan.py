@@ -32,6 +32,10 @@ from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import get_suite
+from sealedeval.seal import design, lock
+from sealedeval.stages.analyze import analyze
+from sealedeval.stages.artifacts import item_id
+from sealedeval.stages.pipeline import graded_rows, load_items
 from sealedeval.stats import mde_paired, sample_size_items
 from sealedeval.store.raw import PILOT_ROOT, RawRecord, latest_records, raw_files
 
@@ -174,10 +178,6 @@ def size(a: str, b: str, rec: Mapping[str, Any], swapped: bool, n_study: int) ->
 
 def plan_suite(cfg: Config, name: str) -> SuitePlan:
     """Grade and analyse the pilot rows with the suite's code; size every pre-registered pair."""
-    from sealedeval.seal import design, lock
-    from sealedeval.stages.analyze import analyze
-    from sealedeval.stages.artifacts import item_id
-    from sealedeval.stages.pipeline import graded_rows, load_items
 
     section = cfg.suite(name)
     suite = get_suite(name, cfg)

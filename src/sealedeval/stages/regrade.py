@@ -39,8 +39,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from sealedeval.config import Config, load_config
+from sealedeval.engines.base import EngineError, capabilities
+from sealedeval.engines.replay import ReplayEngine
 from sealedeval.errors import UserError
-from sealedeval.plugins import RequestContext
+from sealedeval.fsutil import write_text_atomic
+from sealedeval.plugins import RequestContext, get_suite
+from sealedeval.seal import lock
+from sealedeval.stages.run import engine_rows, plan, print_stats, run_suite, suite_engine
+from sealedeval.store.raw import latest_rows, raw_dir, raw_files, read_columns
 
 ARCHIVE: Final = Path("archive/raw")
 """Where a source under an earlier seal is moved out of ``results/raw`` (docs/engines.md)."""
@@ -113,7 +119,6 @@ def _rel(root: Path, path: Path) -> str:
 
 def _source_rows(source: Path, label: str) -> tuple[list[Path], list[dict[str, Any]]]:
     """The parts of a raw-store directory and its latest row per key (the columns needed)."""
-    from sealedeval.store.raw import latest_rows, read_columns
 
     if not source.is_dir():
         raise UserError(f"--from {label}: no such directory")
@@ -194,7 +199,6 @@ def _changed(before: Any, after: Any) -> Any:
 
 
 def _other_hashes(files: Sequence[Path], current: str) -> list[str]:
-    from sealedeval.store.raw import read_columns
 
     if not files:
         return []
@@ -207,10 +211,6 @@ def prepare(
 ) -> Prepared:
     """Check the input and decide every file and move; writes nothing (``UserError`` on bad
     input)."""
-    from sealedeval.engines.base import capabilities
-    from sealedeval.plugins import get_suite
-    from sealedeval.seal import lock
-    from sealedeval.store.raw import raw_dir, raw_files
 
     root = cfg.root
     section = cfg.suite(suite_name)  # "suite 'x' is not configured in ..."
@@ -315,9 +315,6 @@ def _predicted_errors(
     """How many of the replay's planned (phase-1) requests end as error rows: no recorded row,
     two of them, or a recorded error. The config as the overlay makes it, the source where it
     is now (before any move)."""
-    from sealedeval.engines.base import EngineError
-    from sealedeval.engines.replay import ReplayEngine
-    from sealedeval.stages.run import plan, suite_engine
 
     over = {
         "engines": {name: dict(overlay["engines"][name]) | {"source": source.as_posix()}},
@@ -361,8 +358,6 @@ def regrade(
 ) -> Outcome:
     """Prepare (nothing written on bad input), write the overlay, move the source out of
     ``results/raw`` when it is under an earlier seal, run the replay, summarise."""
-    from sealedeval.fsutil import write_text_atomic
-    from sealedeval.stages.run import engine_rows, print_stats, run_suite
 
     label = label or str(source)
     cfg = load_config(root, list(config_files))

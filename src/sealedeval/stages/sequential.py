@@ -31,6 +31,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from sealedeval.errors import UserError
+from sealedeval.plugins import get_suite
+from sealedeval.stages.analyze import analyze
+from sealedeval.stages.pipeline import graded_rows, latest, load_items, rows_rubric
+from sealedeval.stages.run import STUDY, plan, run_suite
 
 if TYPE_CHECKING:  # the suite's spec imports parse_plan: keep its import light
     from sealedeval.config import Config
@@ -150,9 +154,6 @@ class SequentialRun:
 def analysis_section(cfg: Config, name: str) -> Mapping[str, Any]:
     """The suite's ``sequential`` analysis of the rows stored now (graded and analysed in memory,
     nothing written): the replay the audit makes, made at the look."""
-    from sealedeval.plugins import get_suite
-    from sealedeval.stages.analyze import analyze
-    from sealedeval.stages.pipeline import graded_rows, latest, load_items, rows_rubric
 
     rows = latest(cfg, name)
     items = load_items(cfg, name, rows_rubric(rows))
@@ -216,7 +217,6 @@ def run_sequential(
     go to every slice's ``run_suite`` (progress, status, allow_errors, unsealed; ``run``
     replaces it, for a test that tampers with a slice). Returns the
     looks made; the last one's decision is a stop or ``exhausted`` unless a slice failed."""
-    from sealedeval.stages.run import STUDY, plan, run_suite
 
     run = run or run_suite
     sp = suite_plan(cfg, name)

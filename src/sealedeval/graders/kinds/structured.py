@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sealedeval import yamlio
 from sealedeval.canonical import compact
 from sealedeval.graders.base import Grade
 from sealedeval.graders.kinds import Configured, grader_kind, passed
@@ -58,8 +59,6 @@ def read_schema(root: Path, rel: str) -> Any:
         raise ValueError(f"{rel}: cannot read the schema file ({e.__class__.__name__})") from None
     try:
         if path.suffix in (".yaml", ".yml"):
-            from sealedeval import yamlio
-
             return yamlio.safe_load(text)
         return json.loads(text)
     except ValueError as e:

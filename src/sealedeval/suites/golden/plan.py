@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval import stats
+from sealedeval.run.agent import trajectory_summary
 from sealedeval.stats import mean_pass_k_curves
 from sealedeval.stats.comparisons import BINARY_TEST, SMALL_N, ComparisonPlan, paired_comparison
 from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
@@ -278,8 +279,6 @@ def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) ->
     whose tool calls all failed are the third row. The groups are different tasks, not the same
     tasks paired, so the split is diagnostic, not causal.
     """
-
-    from sealedeval.run.agent import trajectory_summary
 
     stops: Counter[str] = Counter()
     groups: dict[str, list[bool]] = {"no_tools": [], "read": [], "tools_no_read": []}

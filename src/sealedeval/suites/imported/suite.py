@@ -36,7 +36,8 @@ from sealedeval.stats.comparisons import (
     paired_comparison,
 )
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
-from sealedeval.suites.imported import aggregations, scores
+from sealedeval.store.raw import latest_records, raw_files
+from sealedeval.suites.imported import aggregations, present, scores
 from sealedeval.suites.tasks.analysis import item_mean_comparison, rate, reduce_outcomes
 
 Row = Mapping[str, Any]
@@ -232,7 +233,6 @@ class ImportedSuite:
 
     # -- items and requests: what was imported ------------------------------------------------
     def _rows(self, cfg: Config) -> list[Any]:
-        from sealedeval.store.raw import latest_records, raw_files
 
         return latest_records(raw_files(cfg.root, self.name))
 
@@ -412,7 +412,6 @@ class ImportedSuite:
 
     # -- presentation (present.py is not sealed) --------------------------------------------
     def report_sections(self, section: Mapping[str, Any]) -> str:
-        from sealedeval.suites.imported import present
 
         return present.render(self.name, section)
 

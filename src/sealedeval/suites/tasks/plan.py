@@ -31,7 +31,9 @@ from sealedeval.engines.base import Request, capabilities
 from sealedeval.errors import UserError
 from sealedeval.graders.kinds import text_of
 from sealedeval.graders.kinds import verdict as jv
+from sealedeval.graders.kinds.structured import response_format
 from sealedeval.keys import derive_seed, keyed_request
+from sealedeval.run.agent import TOOL_SPECS, json_protocol_help
 from sealedeval.suites.tasks.data import Data
 from sealedeval.suites.tasks.solvers import ANSWER as KEEP_TRUNCATED
 from sealedeval.suites.tasks.solvers import NAME as SELF_CONSISTENCY
@@ -83,7 +85,6 @@ def _tool_protocol(engine: EngineConfig) -> str:
 
 def _response_format(data: Data) -> dict[str, Any] | None:
     """The JSON-schema contract of the first ``json_schema`` grader asking for one."""
-    from sealedeval.graders.kinds.structured import response_format
 
     for g in data.spec.graders:
         c = data.graders[g.id]
@@ -114,8 +115,6 @@ def answer_requests(
     tools: list[dict[str, Any]] = []
     proto = ""
     if solver == "agent":
-        from sealedeval.run.agent import TOOL_SPECS
-
         ac = dict(spec.get("agent") or {})
         proto = _tool_protocol(engine)
         names = list(ac.get("tools") or ["read_file", "grep", "list_files"])
@@ -181,8 +180,6 @@ def _answer_messages(
 ) -> list[dict[str, str]]:
     system = data.system_prompt(item)
     if agent and proto == "json":
-        from sealedeval.run.agent import json_protocol_help
-
         help_text = json_protocol_help(list(agent["tools"]))
         system = f"{system}\n\n{help_text}" if system else help_text
     msgs = [{"role": "system", "content": system}] if system else []

@@ -38,6 +38,8 @@ from sealedeval.plugins import (
     GradeContext,
     RequestContext,
 )
+from sealedeval.seal.design import sealed_pairs
+from sealedeval.store.raw import latest_records, raw_files
 from sealedeval.suites.tasks import analysis, data, grading, plan
 from sealedeval.suites.tasks import solvers as _solvers  # noqa: F401  (registers self_consistency)
 from sealedeval.suites.tasks.plan import SEED_KEY
@@ -139,7 +141,6 @@ class TasksSuite:
         cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
         if engine.name not in self.spec.judge_engines():
             return []
-        from sealedeval.store.raw import latest_records, raw_files
 
         everything = latest_records(raw_files(cfg.root, self.name))
         return plan.judge_requests(self._data(cfg.root), items, engine, model, seed, everything)
@@ -177,7 +178,6 @@ class TasksSuite:
 
     def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
         cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
-        from sealedeval.seal.design import sealed_pairs
 
         d = self._data(cfg.root)
         labels = None

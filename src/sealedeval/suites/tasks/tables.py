@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealedeval import yamlio
 from sealedeval.errors import UserError
 
 FORMATS = {
@@ -133,12 +134,7 @@ def read_table(root: Path, rel: str, what: str = "items") -> Table:
                 raise UserError(f"{rel}:{reader.line_num}: not valid CSV ({e})") from None
         else:
             try:
-                if fmt == "json":
-                    doc = json.loads(text)
-                else:
-                    from sealedeval import yamlio
-
-                    doc = yamlio.safe_load(text)
+                doc = json.loads(text) if fmt == "json" else yamlio.safe_load(text)
             except Exception as e:  # ValueError, yaml.YAMLError
                 raise UserError(f"{rel}: not valid {fmt.upper()} ({e})") from None
             if isinstance(doc, dict) and isinstance(doc.get(what), list):
