@@ -37,7 +37,6 @@ from typing import Any
 
 from sealedeval.canonical import compact
 from sealedeval.config import Config
-from sealedeval.fsutil import write_text_atomic
 from sealedeval.plugins import presentation_hook
 from sealedeval.publish import figures, first_page, generic, summary
 from sealedeval.publish.first_page import FOREST
@@ -945,18 +944,3 @@ def render_html(
     function (two builds from the same inputs are byte-identical)."""
     parts = page_parts(result, samples, [(s, stem, c) for s, stem, c, _ in figures])
     return assemble(parts, {stem: svg for _, stem, _, svg in figures})
-
-
-def build_html(
-    root: Path, result: Mapping[str, Any], drawn: Mapping[str, bytes] | None = None
-) -> str:
-    """report.html for the project at ``root`` from its result.json dict (and the figures
-    already drawn, when publish drew them)."""
-    return render_html(result, read_samples(root, result), figure_svgs(result, drawn))
-
-
-def write_html(
-    root: Path, result: Mapping[str, Any], drawn: Mapping[str, bytes] | None = None
-) -> Path:
-    write_text_atomic(root / REPORT_HTML, build_html(root, result, drawn))
-    return REPORT_HTML

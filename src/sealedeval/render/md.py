@@ -70,15 +70,6 @@ def priced(identity: Mapping[str, Any] | None) -> bool:
     return any(float(identity.get(k) or 0) > 0 for k in PRICE_FIELDS)
 
 
-def usd(x: Any, *, is_priced: bool = True, digits: int = 6) -> str:
-    """``$0.001234``, or ``not priced`` for an engine without a price, ``n/a`` when missing."""
-    if not is_priced:
-        return NOT_PRICED
-    if x is None:
-        return "n/a"
-    return f"${float(x):.{digits}f}"
-
-
 def price_text(identity: Mapping[str, Any]) -> str:
     """An engine's prices per million tokens in / out, or ``not priced``."""
     if not priced(identity):

@@ -17,7 +17,6 @@ parameter.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sealedeval.errors import UserError
@@ -29,19 +28,6 @@ The request key is a sha256-derived hex string (``keys.py``), so its leading 48 
 uniform and the shards are balanced up to sampling noise."""
 
 KEY_HEX_DIGITS = 12
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard ``index`` (0-based) of ``count``."""
-
-    index: int
-    count: int
-
-    @property
-    def tag(self) -> str:
-        """``K-of-N``: the shard's name in file names and in the Snakemake wildcard."""
-        return f"{self.index}-of-{self.count}"
 
 
 def shard_of(request_key: str, count: int) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,20 +130,6 @@ def check_harness(cfg: Config | None, suite: str, harness: str, path: Path) -> N
         raise UserError(
             f"{path}: a {label} log, but suite {suite!r} is configured with harness: {want}"
         )
-
-
-def read_json(path: Path) -> tuple[bytes, Any]:
-    """A JSON file's bytes and value; unreadable or not JSON (a truncated file) is one line."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        return data, json.loads(data)
-    except ValueError as e:
-        if isinstance(e, json.JSONDecodeError):
-            raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-        raise UserError(f"{path}: not valid JSON ({e})") from None
 
 
 @dataclass
