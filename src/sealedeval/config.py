@@ -23,6 +23,7 @@ from sealedeval import yamlio
 from sealedeval.config_types import Config, EngineConfig
 from sealedeval.engines.schemas import check_engine
 from sealedeval.errors import UserError
+from sealedeval.plugins import bind, suite_config_schema
 from sealedeval.validation import validate
 from sealedeval.workflow import SCHEMA as SCHEMA_PATH
 
@@ -113,7 +114,6 @@ def _validate_suites(
 ) -> dict[str, BoundSuite]:
     """Each suite's section against the suite's own schema (defaults applied from it); the
     suites configured from a kind, bound (``Config.bound``)."""
-    from sealedeval.plugins import bind, suite_config_schema
 
     bound: dict[str, BoundSuite] = {}
 
