@@ -577,9 +577,16 @@ class Auditor:
     def check_counts(self) -> None:
         if self.result is None:
             raise UserError(f"{RESULT}: missing")
-        latest = latest_rows(self.rows)
+        # the latest row per request key within each suite, as the build reads them (one
+        # suite's raw files at a time): an imported key is (harness, task, sample, epoch,
+        # model), so the same task and model imported into two suites (two harness releases)
+        # share keys across suites, and one suite's rows must not stand for the other's
+        by_suite: dict[str, list[Any]] = {}
+        for r in self.rows:
+            by_suite.setdefault(str(r["suite"]), []).append(r)
         problems = []
         for suite, s in self.result.get("suites", {}).items():
+            latest = latest_rows(by_suite.get(suite, []))
             for eng, c in s["seal"]["counts"].items():
                 mine = [r for r in latest.values() if r["suite"] == suite and r["engine"] == eng]
                 st = Counter(r["status"] for r in mine)

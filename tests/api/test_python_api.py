@@ -163,9 +163,13 @@ def test_metrics_df_numbers_are_result_json(built: Built) -> None:
         assert row["suite"] == suite and row["metric"] == m["metric"]
         for k in ("estimate", "lo", "hi", "n_total", "n_ok", "n_error", "method", "unit"):
             assert _same(row[k], m[k]), (suite, m["metric"], k)
+        # issue #27: the record's SE and direction are columns too
+        assert _same(row["se"], m["se"]) and row["direction"] == m["direction"]
         for g, v in m["groups"].items():
             assert row[g] == v
     assert df["estimate"].dtype == "float64" and df["n_ok"].dtype == "int64"
+    assert df["se"].dtype == "float64" and df["se"].notna().any()
+    assert {"higher", "lower"} <= set(df["direction"])
 
 
 @END_TO_END

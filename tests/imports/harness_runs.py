@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "imports"
 LM_EVAL_TASK = FIXTURES / "lm_eval_task"
 LM_EVAL_MC_TASK = FIXTURES / "lm_eval_mc_task"
+LM_EVAL_CORPUS_TASK = FIXTURES / "lm_eval_corpus_task"
 PROMPTFOO_CONFIG = FIXTURES / "promptfoo_config"
 
 #: A key that is no secret: runs use it so that the tests can prove no key reaches a log,
@@ -50,6 +51,43 @@ LM_EVAL_ANSWERS: dict[str, dict[str, str]] = {
         "planet": "Jupiter",
         "hot": "warm",
         "gold": "Au",
+    },
+}
+
+
+#: Replies for the corpus-level tasks (tests/fixtures/imports/lm_eval_corpus_task/), by a word
+#: of the prompt. tinyf1 (labels 1 1 1 0 0 0 1 0): tiny-a says 1 1 0 1 1 0 1 0 (TP 3, FP 2,
+#: FN 1: F1 6/9, accuracy 5/8), tiny-b 1 0 0 1 0 1 1 1 ("maybe" maps to 0; TP 2, FP 3, FN 2:
+#: F1 4/9, accuracy 3/8): an F1 computed as a mean, or as accuracy, would not match.
+#: tinybleu: tiny-a close to the references, tiny-b further off.
+LM_EVAL_CORPUS_ANSWERS: dict[str, dict[str, str]] = {
+    "tiny-a": {
+        "Paris": "yes",
+        "ice": "yes",
+        "fish": "no",
+        "sun": "yes",
+        "stone": "yes",
+        "two larger": "no",
+        "birds": "yes",
+        "moon": "no",
+        "chat": "the cat sleeps on the sofa",
+        "pleut": "it has been raining since this morning",
+        "marché": "we will go to market tomorrow",
+        "porte": "the door is open",
+    },
+    "tiny-b": {
+        "Paris": "yes",
+        "ice": "maybe",
+        "fish": "no",
+        "sun": "yes",
+        "stone": "no",
+        "two larger": "yes",
+        "birds": "yes",
+        "moon": "yes",
+        "chat": "a cat is on the couch",
+        "pleut": "rain since morning",
+        "marché": "tomorrow we go to the market",
+        "porte": "the door is closed",
     },
 }
 
@@ -190,6 +228,35 @@ def run_lm_eval(
     return _lm_eval(out, model, work, LM_EVAL_TASK, args, limit)
 
 
+def run_lm_eval_corpus(out: Path, base_url: str, model: str, work: Path) -> Path:
+    """``lm_eval --model local-chat-completions ... --tasks tinyf1,tinybleu --log_samples``
+    against ``answering_server(LM_EVAL_CORPUS_ANSWERS)``: two generate_until tasks scored by
+    corpus-level aggregations (``f1``, ``bleu``), one results file for both. lm-eval's CLI
+    runs with ``simple_evaluate(bootstrap_iters=0)`` (its Python API's switch, which the CLI
+    lacks): no bootstrap of the corpus metrics' standard errors — 100,000 resamples of the F1,
+    about ten minutes on two cores — so their stderr is ``N/A``; the metrics are unchanged."""
+    args = [
+        "--model",
+        "local-chat-completions",
+        "--model_args",
+        f"model={model},base_url={base_url}/chat/completions,num_concurrent=1,max_retries=1,"
+        "tokenized_requests=False",
+        "--apply_chat_template",
+        "--tasks",
+        "tinyf1,tinybleu",
+    ]
+    return _lm_eval(out, model, work, LM_EVAL_CORPUS_TASK, args, None, entry=_NO_BOOTSTRAP)
+
+
+#: ``python -c`` running lm-eval's CLI with ``simple_evaluate``'s ``bootstrap_iters`` at 0.
+_NO_BOOTSTRAP = (
+    "-c",
+    "import functools, lm_eval; from lm_eval import evaluator; "
+    "lm_eval.simple_evaluate = functools.partial(evaluator.simple_evaluate, bootstrap_iters=0); "
+    "from lm_eval.__main__ import cli_evaluate; cli_evaluate()",
+)
+
+
 def run_lm_eval_mc(out: Path, base_url: str, model: str, work: Path) -> Path:
     """``lm_eval --model local-completions ... --tasks tinymc --log_samples`` against
     ``scoring_server``'s ``base_url``: every choice scored by one legacy completions request
@@ -208,15 +275,21 @@ def run_lm_eval_mc(out: Path, base_url: str, model: str, work: Path) -> Path:
 
 
 def _lm_eval(
-    out: Path, model: str, work: Path, task_dir: Path, args: Sequence[str], limit: int | None
+    out: Path,
+    model: str,
+    work: Path,
+    task_dir: Path,
+    args: Sequence[str],
+    limit: int | None,
+    *,
+    entry: Sequence[str] = ("-m", "lm_eval"),
 ) -> Path:
     tasks = work / task_dir.name
     if not tasks.exists():
         shutil.copytree(task_dir, tasks)
     cmd = [
         sys.executable,
-        "-m",
-        "lm_eval",
+        *entry,
         *args,
         "--include_path",
         ".",

@@ -331,6 +331,65 @@ def test_standard_errors_are_the_intervals_own() -> None:
     assert got["kappa"] == {"num_samples": 10}
 
 
+def test_the_record_s_own_se_and_direction_are_exported(
+    eee_schemas: dict[str, dict[str, Any]],
+) -> None:
+    """Issue #27: a record's ``se`` is exported as it is (even where no interval would give
+    it), its ``direction`` is ``lower_is_better``; a record without them (older result.json)
+    falls back to the interval-derived SE and ``direction_declared: no``."""
+    boot = metric(
+        "mean_score",
+        {"engine": "e1"},
+        0.4,
+        0.2,
+        0.7,
+        method="bootstrap",
+        n_total=12,
+        n_ok=12,
+        n_error=0,
+        unit="case",
+        se=0.123,
+    )
+    rate = rate_metric("trap_flag_rate", {"engine": "e1"}, 2, 8)
+    acc = rate_metric("accuracy", {"engine": "e1"}, 6, 8)
+    old = {k: v for k, v in rate_metric("error_rate", {"engine": "e1"}, 2, 8).items()}
+    del old["se"], old["direction"]
+    p = dict(point_metric("sign_test_p", {"engine": "e1"}, 0.3, 8, 0, "item"))
+    exp = export.eee_export(
+        _result_with([dict(boot), dict(rate), dict(acc), old, p]),
+        Path("r.json"),
+        schema_version="0.3.0",
+    )
+    doc = json.loads(exp.files["s/e1.json"])
+    assert _validate(eee_schemas["0.3.0"], doc) == []
+    got = {r["metric_config"]["metric_name"]: r for r in doc["evaluation_results"]}
+    unc = {k: r["score_details"]["uncertainty"] for k, r in got.items()}
+    assert unc["mean_score"]["standard_error"]["value"] == 0.123
+    assert unc["trap_flag_rate"]["standard_error"]["value"] == pytest.approx(
+        math.sqrt(0.25 * 0.75 / 8), rel=1e-9
+    )
+    # the older record: the SE reconstructed from its Wilson interval, the same number
+    assert unc["error_rate"]["standard_error"]["value"] == pytest.approx(
+        unc["trap_flag_rate"]["standard_error"]["value"], rel=1e-12
+    )
+    cfg = {k: r["metric_config"] for k, r in got.items()}
+    declared = {k: c["additional_details"]["direction_declared"] for k, c in cfg.items()}
+    assert {k: c["lower_is_better"] for k, c in cfg.items()} == {
+        "mean_score": False,
+        "trap_flag_rate": True,
+        "accuracy": False,
+        "error_rate": False,  # not declared by the old record: the schema's required default
+        "sign_test_p": False,
+    }
+    assert declared == {
+        "mean_score": "yes",
+        "trap_flag_rate": "yes",
+        "accuracy": "yes",
+        "error_rate": "no",
+        "sign_test_p": "no",
+    }
+
+
 @pytest.mark.slow
 def test_the_same_result_json_exports_the_same_bytes(tmp_path: Path) -> None:
     first = _project_with(tmp_path / "a", RESULT_ALL.read_bytes())

@@ -12,7 +12,9 @@ notebook that filters or plots them cannot drift from the report.
   ``suite``, ``metric``, one column per group key (``engine``, ``branch``, ...: empty where a
   metric has no such group; a key that collides with a fixed column is prefixed ``group_``),
   then ``estimate``, ``lo``, ``hi`` (NaN where not estimable), ``method``, ``n_total``,
-  ``n_ok``, ``n_error``, ``unit``.
+  ``n_ok``, ``n_error``, ``unit``, ``se`` (the standard error the analysis computed; NaN where
+  it computed none, and in result.json files older than issue #27) and ``direction``
+  (``higher`` / ``lower`` is better; empty where neither applies or not recorded).
 - ``comparisons_df``: one row per ``stats.comparisons.Comparison`` record found anywhere in a
   suite's analysis (engine pairs, branch pairs, probe and condition comparisons): ``suite``,
   ``path`` (where in ``suites.<suite>.analysis`` it sits, e.g. ``comparisons[0].paired``), then
@@ -42,7 +44,7 @@ SUMS: Final = "SHA256SUMS"
 """The checksum list every deposit bundle carries beside its flat-named files."""
 _BUNDLE_GRADED: Final = flat_name(GRADED_DIR.as_posix()) + "__"
 """How a graded file is named in a bundle (``graded__<suite>.parquet``)."""
-_FLOATS: Final = ("estimate", "lo", "hi")
+_FLOATS: Final = ("estimate", "lo", "hi", "se")
 _INTS: Final = ("n_total", "n_ok", "n_error")
 _COMPARISON_KEYS: Final = tuple(Comparison.__annotations__)
 _COMPARISON_REQUIRED: Final = frozenset(Comparison.__required_keys__)
@@ -116,7 +118,7 @@ def samples_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def _group_column(key: str) -> str:
-    return f"group_{key}" if key in ("suite", *METRIC_KEYS) else key
+    return f"group_{key}" if key in ("suite", *METRIC_KEYS, "se", "direction") else key
 
 
 def metrics_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -129,10 +131,16 @@ def metrics_df(source_dir: str | os.PathLike[str]) -> pd.DataFrame:
             groups = {_group_column(str(k)): v for k, v in (m["groups"] or {}).items()}
             group_cols.update(dict.fromkeys(groups))
             records.append(
-                {"suite": suite, **groups, **{k: m[k] for k in METRIC_KEYS if k != "groups"}}
+                {
+                    "suite": suite,
+                    **groups,
+                    **{k: m[k] for k in METRIC_KEYS if k != "groups"},
+                    "se": m.get("se"),
+                    "direction": str(m.get("direction") or ""),
+                }
             )
     ordered = sorted(group_cols, key=lambda c: (c != "engine", list(group_cols).index(c)))
-    columns = ["suite", "metric", *ordered, *(k for k in METRIC_KEYS[2:])]
+    columns = ["suite", "metric", *ordered, *(k for k in METRIC_KEYS[2:]), "se", "direction"]
     df = pd.DataFrame.from_records(records, columns=columns)
     return df.astype({**dict.fromkeys(_FLOATS, "float64"), **dict.fromkeys(_INTS, "int64")})
 

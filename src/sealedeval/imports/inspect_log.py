@@ -130,15 +130,19 @@ def headline(log: Any) -> dict[str, dict[str, Any]]:
     """``results.scores[]``: scorer name → its metrics and scored/unscored counts."""
     out: dict[str, dict[str, Any]] = {}
     results = getattr(log, "results", None)
+    # older logs (0.3.100) leave scored_samples unset; the run's completed count stands in, so a
+    # log whose samples were trimmed after the run says so beside its headline. That count is
+    # of (sample, epoch) pairs, scored_samples of samples (epochs reduced): divided by the
+    # epochs, else a clean 2-epoch log would read as "holds 5 of the 10 samples it scored"
+    completed = getattr(results, "completed_samples", None)
+    epochs = int(getattr(getattr(log.eval, "config", None), "epochs", None) or 1)
+    if isinstance(completed, int) and epochs > 1:
+        completed = completed // epochs if completed % epochs == 0 else completed
     for s in getattr(results, "scores", None) or []:
         out[str(s.name)] = {
             "scorer": str(s.scorer),
             "reducer": s.reducer,
-            # older logs leave scored_samples unset; the run's completed count stands in, so a
-            # log whose samples were trimmed after the run says so beside its headline
-            "scored_samples": s.scored_samples
-            if s.scored_samples is not None
-            else getattr(results, "completed_samples", None),
+            "scored_samples": s.scored_samples if s.scored_samples is not None else completed,
             "unscored_samples": s.unscored_samples,
             "metrics": {str(k): m.value for k, m in (s.metrics or {}).items()},
         }
@@ -153,6 +157,36 @@ def _usage(sample: Any, model: str) -> tuple[int, int, float]:
     t_out = sum(int(u.output_tokens or 0) for u in usage)
     cost = sum(float(u.total_cost or 0.0) for u in usage)
     return t_in, t_out, cost
+
+
+def _iso(value: Any) -> str | None:
+    """A log time (a datetime, or ISO text as older readers give it) as ISO text, or None."""
+    if value is None or value == "":
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _sample_times(sample: Any) -> tuple[str | None, str | None]:
+    """When the sample started and completed. Releases before ``EvalSample.started_at`` /
+    ``completed_at`` existed (0.3.100, a format-2 log like today's) record the times only on
+    the sample's events: the first event's time is its start, the last one's its end. Without
+    either, the log's own start / end stand in (the caller's fallback): every sample of an old
+    log would then share one start, and the seal check (a sample started after the seal) could
+    not tell its samples apart."""
+    start, end = (
+        _iso(getattr(sample, "started_at", None)),
+        _iso(getattr(sample, "completed_at", None)),
+    )
+    if start is not None and end is not None:
+        return start, end
+    times = sorted(
+        t
+        for e in (getattr(sample, "events", None) or [])
+        if (t := _iso(getattr(e, "timestamp", None)))
+    )
+    if not times:
+        return start, end
+    return start or times[0], end or times[-1]
 
 
 def _status(sample: Any, scores: dict[str, Any]) -> tuple[str, str, str]:
@@ -231,6 +265,7 @@ def convert(
         }
         status, kind, message = _status(s, scores)
         t_in, t_out, cost = _usage(s, model)
+        started, completed = _sample_times(s)
         out = s.output
         choice = out.choices[0] if out is not None and out.choices else None
         rows.append(
@@ -254,8 +289,8 @@ def convert(
                 tokens_out=t_out,
                 cost_usd=cost,
                 latency_s=float(getattr(s, "total_time", None) or 0.0),
-                started_at=iso_utc(getattr(s, "started_at", None), log_start),
-                finished_at=iso_utc(getattr(s, "completed_at", None), log_end),
+                started_at=iso_utc(started, log_start),
+                finished_at=iso_utc(completed, log_end),
                 status=status,
                 error_kind=kind,
                 error_message=message,

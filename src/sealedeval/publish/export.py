@@ -33,7 +33,7 @@ from sealedeval.fsutil import atomic_path, sha256_text, write_text_atomic
 from sealedeval.publish.build import RESULT
 from sealedeval.stages.artifacts import GRADED_DIR, read_graded
 from sealedeval.stats import Z_95, wilson
-from sealedeval.stats.metrics import METRIC_KEYS
+from sealedeval.stats.metrics import HIGHER, LOWER, METRIC_KEYS
 
 JsonObject = dict[str, Any]
 """A JSON object as the EEE schema describes it (the schema, not a Python type, is its
@@ -187,13 +187,18 @@ def _strings(d: Mapping[str, Any]) -> dict[str, str]:
 def _standard_error(m: Mapping[str, Any]) -> tuple[float, str, int] | None:
     """(SE, how it was obtained, its n) where the published record determines it, else None.
 
-    The metric record carries the interval, not the SE. A normal interval (its method names
-    ``normal``) symmetric about the estimate is estimate ± z·SE, so SE = (hi - lo) / (2 z). A
-    Wilson interval is not symmetric, but it fixes its denominator: the one of n_ok, n_total
-    whose Wilson interval at k = estimate · n reproduces the published bounds; the SE is then
-    the analytic binomial sqrt(p (1 - p) / n). Bootstrap intervals, point metrics and anything
-    unidentifiable get none (no SE is made up)."""
+    A record written since issue #27 carries the SE its analysis computed (``se``): that one is
+    exported as it is. An older record carries the interval, not the SE. A normal interval (its
+    method names ``normal``) symmetric about the estimate is estimate ± z·SE, so
+    SE = (hi - lo) / (2 z). A Wilson interval is not symmetric, but it fixes its denominator:
+    the one of n_ok, n_total whose Wilson interval at k = estimate · n reproduces the published
+    bounds; the SE is then the analytic binomial sqrt(p (1 - p) / n). Bootstrap intervals,
+    point metrics and anything unidentifiable get none (no SE is made up)."""
     est, lo, hi, method = m["estimate"], m["lo"], m["hi"], str(m["method"])
+    recorded = m.get("se")
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool) and est is not None:
+        how = f"computed by the analysis ({method}; stats.metrics record's se)"
+        return float(recorded), how, int(m["n_ok"])
     if est is None or lo is None or hi is None:
         return None
     if "normal" in method and abs((lo + hi) / 2 - est) <= MATCH_TOLERANCE:
@@ -296,11 +301,12 @@ def _result(
         "metric_id": f"sealedeval.{suite}.{m['metric']}",
         "metric_name": str(m["metric"]),
         "metric_parameters": params,
-        # a metric record declares no direction; the schema requires one (docs/export.md)
-        "lower_is_better": False,
+        # the record's direction where it declares one; else (a p-value, a difference, a
+        # record older than issue #27) the schema still requires one (docs/export.md)
+        "lower_is_better": m.get("direction") == LOWER,
         **_score_range(m),
         "additional_details": {
-            "direction_declared": "no",
+            "direction_declared": "yes" if m.get("direction") in (HIGHER, LOWER) else "no",
             "unit": str(m["unit"]),
             "interval_method": str(m["method"]),
         },

@@ -31,13 +31,81 @@ METRIC_KEYS = (
     "unit",
 )
 """The keys every metric has (readers that predate issue #30 read exactly these)."""
-OPTIONAL_METRIC_KEYS = ("note", "role")
-"""Keys ``metric`` always writes since issue #30, absent from older result.json files:
+OPTIONAL_METRIC_KEYS = ("note", "role", "se", "direction")
+"""Keys ``metric`` always writes, absent from older result.json files: since issue #30
 ``note`` — why a number or its interval is not given (e.g. ``stats._small_n.bootstrap_note``)
-— and ``role`` — ``confirmatory`` or ``exploratory`` (``ROLES``)."""
+— and ``role`` — ``confirmatory`` or ``exploratory`` (``ROLES``); since issue #27 ``se`` — the
+standard error the analysis computed (None where it computes none) — and ``direction`` —
+``higher`` or ``lower`` is better, ``""`` where neither applies (a p-value, a difference)."""
 CONFIRMATORY = "confirmatory"
 EXPLORATORY = "exploratory"
 ROLES = (CONFIRMATORY, EXPLORATORY)
+HIGHER = "higher"
+LOWER = "lower"
+DIRECTIONS = (HIGHER, LOWER, "")
+"""``direction`` values: a larger number is better, a smaller one, or not a score at all."""
+
+_HIGHER_NAMES = (
+    "accuracy",
+    "acc",
+    "acc_norm",
+    "greedy_accuracy",
+    "pass",
+    "pass_rate",
+    "pass_at",
+    "pass_hat",
+    "judge_pass",
+    "judge_human_agreement",
+    "judge_human_kappa",
+    "judge_order_consistent",
+    "kappa",
+    "mean_score",
+    "composite",
+    "parse_success",
+    "f1",
+    "bleu",
+    "chrf",
+    "exact_match",
+    "mcc",
+    "matthews_corrcoef",
+    "detector_precision",
+    "detector_recall",
+)
+_LOWER_NAMES = (
+    "error_rate",
+    "trap_flag_rate",
+    "overdiagnosis",
+    "cost_per_solved",
+    "latency_per_solved",
+    "perplexity",
+    "word_perplexity",
+    "byte_perplexity",
+    "weighted_perplexity",
+    "bits_per_byte",
+    "ter",
+    "brier_score",
+)
+
+
+def direction_of(name: str) -> str:
+    """Whether a larger value of the metric ``name`` is better (``higher``), a smaller one
+    (``lower``), or neither applies (``""``: p-values, differences, spreads, anything unknown).
+
+    Decided from what the metric measures, by its name (a harness's ``harness_<m>`` as ``m``):
+    a name that is, or starts with ``<known>_``, one of the known scores. A name not known is
+    left undeclared rather than guessed — a reader of EEE's ``lower_is_better`` then sees
+    ``direction_declared: no``.
+    """
+    base = name.removeprefix("harness_")
+
+    def known(names: Sequence[str]) -> bool:
+        return any(base == n or base.startswith(n + "_") for n in names)
+
+    if known(_LOWER_NAMES):
+        return LOWER
+    if known(_HIGHER_NAMES):
+        return HIGHER
+    return ""
 
 
 class Metric(TypedDict):
@@ -51,6 +119,9 @@ class Metric(TypedDict):
     ``role`` is ``confirmatory`` for a number of the sealed, pre-registered comparison family
     (a comparison's p in a confirmatory family) and ``exploratory`` for everything else —
     descriptive estimates included: they were not pre-registered as tests (issue #30 item 5).
+    ``se`` is the estimate's standard error where the analysis computes one (a rate's binomial
+    SE, a mean's item-clustered SE), None elsewhere — never reconstructed from the interval;
+    ``direction`` is ``direction_of`` the metric unless its analysis says otherwise.
     """
 
     metric: str
@@ -65,6 +136,8 @@ class Metric(TypedDict):
     unit: str
     note: str
     role: str
+    se: float | None
+    direction: str
 
 
 def _num(x: float | None) -> float | None:
@@ -88,14 +161,24 @@ def metric(
     unit: str,
     note: str = "",
     role: str = EXPLORATORY,
+    se: float | None = None,
+    direction: str | None = None,
 ) -> Metric:
-    """A ``Metric`` with plain JSON types (non-finite numbers become None).
+    """A ``Metric`` with plain JSON types (non-finite numbers become None); ``direction``
+    defaults to ``direction_of(name)``.
 
     Raises:
-        ValueError: ``role`` is not one of ``ROLES``.
+        ValueError: ``role`` is not one of ``ROLES``, or ``direction`` not one of
+            ``DIRECTIONS``.
     """
     if role not in ROLES:
         raise ValueError(f"metric {name!r}: role must be one of {ROLES}, got {role!r}")
+    if direction is None:
+        direction = direction_of(name)
+    if direction not in DIRECTIONS:
+        raise ValueError(
+            f"metric {name!r}: direction must be one of {DIRECTIONS}, got {direction!r}"
+        )
     return Metric(
         metric=name,
         groups={str(k): str(v) for k, v in sorted(groups.items())},
@@ -109,6 +192,8 @@ def metric(
         unit=unit,
         note=note,
         role=role,
+        se=_num(se),
+        direction=direction,
     )
 
 
@@ -123,8 +208,9 @@ def point_metric(
     method: str = "none",
     note: str = "",
     role: str = EXPLORATORY,
+    direction: str | None = None,
 ) -> Metric:
-    """A ``Metric`` without an interval (κ, agreement, pass@k, a p-value, a cost)."""
+    """A ``Metric`` without an interval (κ, agreement, pass@k, a p-value, a cost) nor SE."""
     return metric(
         name,
         groups,
@@ -138,7 +224,21 @@ def point_metric(
         unit=unit,
         note=note,
         role=role,
+        direction=direction,
     )
+
+
+def binomial_se(k: int, n: int) -> float | None:
+    """The analytic binomial SE ``sqrt(p (1 - p) / n)`` of ``p = k/n``; None without data.
+
+    The SE of the estimate itself (what EEE's ``standard_error`` and a meta-analysis take), not
+    a half-width of the Wilson interval: Wilson is the interval, this the spread of p̂. It is 0
+    at k = 0 or k = n, where the Wilson interval still has width.
+    """
+    if n <= 0:
+        return None
+    p = k / n
+    return math.sqrt(p * (1 - p) / n)
 
 
 def rate_metric(
@@ -150,9 +250,11 @@ def rate_metric(
     n_error: int = 0,
     unit: str = "request",
     z: float = Z_95,
+    direction: str | None = None,
 ) -> Metric:
-    """A proportion k/n over completed units with its Wilson interval; ``n_error`` more units
-    were planned but errored (they are counted, not in the denominator)."""
+    """A proportion k/n over completed units with its Wilson interval and binomial SE
+    (``binomial_se``); ``n_error`` more units were planned but errored (they are counted, not
+    in the denominator)."""
     if n <= 0:
         return metric(
             name,
@@ -165,6 +267,7 @@ def rate_metric(
             n_ok=0,
             n_error=n_error,
             unit=unit,
+            direction=direction,
         )
     lo, hi = wilson(k, n, z)
     return metric(
@@ -178,6 +281,8 @@ def rate_metric(
         n_ok=n,
         n_error=n_error,
         unit=unit,
+        se=binomial_se(k, n),
+        direction=direction,
     )
 
 
@@ -190,9 +295,10 @@ def mean_metric(
     n_error: int = 0,
     unit: str = "item",
     z: float = Z_95,
+    direction: str | None = None,
 ) -> Metric:
     """A mean over items (replicates averaged within item first) with an item-clustered normal
-    interval (Miller 2024, Eq. 4); one item gives no interval."""
+    interval (Miller 2024, Eq. 4) and that SE; one item gives neither."""
     if not values:
         return metric(
             name,
@@ -205,6 +311,7 @@ def mean_metric(
             n_ok=0,
             n_error=n_error,
             unit=unit,
+            direction=direction,
         )
     means = item_means(values, items)
     est = sum(means.values()) / len(means)
@@ -221,6 +328,8 @@ def mean_metric(
         n_ok=len(values),
         n_error=n_error,
         unit=unit,
+        se=se,
+        direction=direction,
     )
 
 
@@ -255,7 +364,8 @@ def validate_metrics(metrics: Any, where: str) -> list[Metric]:
     """Check an analysis's ``metrics`` against the schema; a suite bug is a ValueError naming it.
 
     Every key of ``METRIC_KEYS`` is required; ``OPTIONAL_METRIC_KEYS`` may be present (a
-    suite built before issue #30 writes none of them), no other key; ``role`` one of ``ROLES``.
+    suite built before issue #30 writes none of them), no other key; ``role`` one of ``ROLES``,
+    ``direction`` one of ``DIRECTIONS``, ``se`` a number or None.
     """
     if not isinstance(metrics, list):
         raise ValueError(f"{where}: analysis has no 'metrics' list")
@@ -265,4 +375,11 @@ def validate_metrics(metrics: Any, where: str) -> list[Metric]:
             raise ValueError(f"{where}: metrics[{i}] does not follow stats.metrics.Metric")
         if m.get("role", EXPLORATORY) not in ROLES:
             raise ValueError(f"{where}: metrics[{i}] has role {m.get('role')!r}, not {ROLES}")
+        if m.get("direction", "") not in DIRECTIONS:
+            raise ValueError(
+                f"{where}: metrics[{i}] has direction {m.get('direction')!r}, not {DIRECTIONS}"
+            )
+        se = m.get("se")
+        if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)):
+            raise ValueError(f"{where}: metrics[{i}] has se {se!r}, not a number or None")
     return list(metrics)

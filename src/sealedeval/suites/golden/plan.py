@@ -28,7 +28,7 @@ from sealedeval import stats
 from sealedeval.run.agent import trajectory_summary
 from sealedeval.stats import mean_pass_k_curves
 from sealedeval.stats.comparisons import BINARY_TEST, SMALL_N, ComparisonPlan, paired_comparison
-from sealedeval.stats.metrics import Metric, metric, point_metric, status_counts
+from sealedeval.stats.metrics import Metric, binomial_se, metric, point_metric, status_counts
 
 ABSTENTION_THRESHOLDS = (0.0, 0.5, 0.75, 0.9)
 INTERVALS = "Wilson 95% score interval for rates; exact two-sided sign test for paired comparisons"
@@ -408,6 +408,7 @@ def _from_rate(
         n_ok=n_ok,
         n_error=n_error,
         unit=unit,
+        se=binomial_se(int(r["k"]), int(r["n"])) if has else None,
     )
 
 

@@ -360,6 +360,7 @@ class ImportedSuite:
                         n_ok=n,
                         n_error=0,
                         unit="sample",
+                        se=c["se"],
                     )
                 )
                 metrics.append(
@@ -633,6 +634,7 @@ class ImportedSuite:
                     n_ok=len(solved),
                     n_error=n_err,
                     unit="sample",
+                    se=clustered["se"],
                 )
             )
         entry = {

@@ -58,6 +58,7 @@ from sealedeval.stats.comparisons import (
 from sealedeval.stats.metrics import (
     CONFIRMATORY,
     Metric,
+    binomial_se,
     mean_metric,
     metric,
     point_metric,
@@ -210,6 +211,7 @@ def _engine_entry(
             n_ok=n_ok_items,
             n_error=n_items - n_ok_items,
             unit="item",
+            se=binomial_se(k, n_items),
         )
     )
     entry: dict[str, Any] = {
@@ -322,6 +324,7 @@ def _engine_entry(
                 n_ok=n_ok_items,
                 n_error=n_items - n_ok_items,
                 unit=f"item (clusters: {spec.cluster_by})",
+                se=se,
             )
         )
     # every grader's pass rate, reduced the same way
@@ -543,6 +546,7 @@ def _comparisons(
                 n_error=n_items - n,
                 unit="item",
                 role=role,
+                se=c["se"],
             )
         )
         metrics.append(
