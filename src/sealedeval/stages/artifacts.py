@@ -17,6 +17,7 @@ reads its input from disk and the audit that derives it in memory see identical 
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
@@ -133,11 +134,11 @@ class _Discard(list[Any]):
 _DISCARD = _Discard()
 
 
-_CODABLE = ({str}, {bool}, {int})
+_CODABLE = ({str}, {bool}, {int}, {float})
 """Value types a column is stored as codes for: within one of these (None beside it) equal
 values are interchangeable, so a value's first occurrence can stand for every later one.
-Floats are not (0.0 and -0.0 are equal, NaN is not equal to itself), nor are mixed types
-(1, 1.0 and True are equal); those columns stay lists."""
+Mixed types are not (1, 1.0 and True are equal), nor floats with a NaN (not equal to
+itself) or a -0.0 (equal to 0.0): those columns stay lists."""
 
 
 class Coded(Sequence[Any]):
@@ -212,12 +213,16 @@ class _Coder:
             return
         index = self.index
         try:  # the chunk's distinct values, first seen first (one C-level pass)
-            for v in dict.fromkeys(values):
-                if v not in index:
-                    index[v] = len(index)
+            distinct = dict.fromkeys(values)
         except TypeError:  # unhashable
             self._to_plain(values)
             return
+        if types == {float} and not _plain_floats(distinct, values):
+            self._to_plain(values)
+            return
+        for v in distinct:
+            if v not in index:
+                index[v] = len(index)
         self.codes.extend(map(index.__getitem__, values))
 
     def _to_plain(self, values: list[Any]) -> None:
@@ -227,6 +232,13 @@ class _Coder:
 
     def done(self) -> Sequence[Any]:
         return self.plain if self.plain is not None else Coded(self.codes, list(self.index))
+
+
+def _plain_floats(distinct: Mapping[Any, None], values: list[Any]) -> bool:
+    """Whether equal floats among ``values`` are the same float: no NaN, no -0.0."""
+    if any(v != v for v in distinct):
+        return False
+    return 0.0 not in distinct or not any(v == 0 and math.copysign(1.0, v) < 0 for v in values)
 
 
 _CHUNK = 65_536
@@ -508,13 +520,30 @@ def rows_from_table(table: pa.Table) -> GradedRows:
     cols = []
     pool: dict[str, str] = {}
     for name in names:
-        values = table.column(name).to_pylist()
+        column = table.column(name)
+        kind = column.type
+        codable = pa.types.is_string(kind) or pa.types.is_int64(kind) or pa.types.is_boolean(kind)
+        if name not in json_cols and codable and column.null_count == 0 and len(column):
+            cols.append(_coded(column))  # as ``from_rows`` codes them: no list per column
+            continue
+        values = column.to_pylist()
         if name in json_cols:
             values = [None if v is None else json.loads(v) for v in values]
-        elif pa.types.is_string(table.schema.field(name).type):
+        elif pa.types.is_string(kind):
             values = [v if v is None else pool.setdefault(v, v) for v in values]
         cols.append(values)
     return GradedRows(names, cols, table.num_rows)
+
+
+def _coded(column: pa.ChunkedArray) -> Coded:
+    """A column without nulls as a ``Coded`` one: Arrow's dictionary encoding (first seen
+    first, as ``from_rows``), its indices as the codes, its dictionary as the values."""
+    import numpy as np
+
+    encoded = column.combine_chunks().dictionary_encode()
+    codes: array[int] = array("I")
+    codes.frombytes(np.asarray(encoded.indices, dtype=np.uint32).tobytes())
+    return Coded(codes, encoded.dictionary.to_pylist())
 
 
 def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> GradedRows:
