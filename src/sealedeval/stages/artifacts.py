@@ -285,7 +285,8 @@ class GradedRows(Sequence[Mapping[str, Any]]):
 
     A million raw rows are four million golden graded rows; as dicts they took ~0.5 KB each
     and were built twice (grade, then the file round trip): 5.6 GB of the 1M-row build's
-    peak (``benchmarks/scale.py``). Columns of shared values take 8 bytes a cell.
+    peak (``benchmarks/scale.py``). A cell is a 4-byte code (``Coded``) where the column
+    allows it, else 8 bytes.
     Equal to any sequence of mappings with the same rows (a list of dicts included).
     """
 
