@@ -18,8 +18,10 @@ throwaway project, wall time including interpreter start-up, plus start-up alone
     python benchmarks/dispatch.py                         # 10,000 calls, concurrency 64, 3 reps
     python benchmarks/dispatch.py --n 3000 --reps 1 --server stdlib   # against the test fake
 
-Targets (issue #7): sealedeval ≥ 0.7× the fastest bare client, ≥ 20× Inspect AI at matched
-concurrency, start-up < 2 s.
+Targets (issue #7; #28 item 4 raised the first): sealedeval ≥ 0.85× the fastest bare client,
+≥ 20× Inspect AI at matched concurrency, start-up < 2 s. On a shared machine the ratio moves
+by ±0.15 from run to run (each rep's pair is printed); ``valgrind --tool=callgrind`` on a
+no-network engine counts the harness's own per-call work reproducibly (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -364,7 +366,7 @@ def main() -> int:
     if "sealedeval" in med and bare:
         fastest = max(bare, key=lambda k: bare[k])
         r = med["sealedeval"] / bare[fastest]
-        print(f"\nsealedeval / fastest bare client ({fastest}): {r:.2f}×  (target ≥ 0.70)")
+        print(f"\nsealedeval / fastest bare client ({fastest}): {r:.2f}×  (target ≥ 0.85)")
         for k in bare:
             print(f"sealedeval / {k}: {med['sealedeval'] / bare[k]:.2f}×")
     for k in med:

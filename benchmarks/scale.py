@@ -38,7 +38,8 @@ cost a file open and footer each; one huge part gains nothing. Batches of 65,536
 Arrow's share of memory whatever the layout.
 
 Targets (issue #7, issue #11 for the whole build): under 2 minutes and under 2 GB for
-1,000,000 rows.
+1,000,000 rows; issue #28 item 3: under 40 s and 1 GB for 1,000,000 rows, under 10 minutes
+and 2 GB for 10,000,000 (not met yet: docs/benchmarks.md has the figures).
 
 Measured (``python benchmarks/scale.py``, 1,000,000 rows, 2-core machine at load ~1-2,
 2026-12-01):

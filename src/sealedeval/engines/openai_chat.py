@@ -62,6 +62,39 @@ def _loads(content: bytes) -> Any:
 _encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 """The compact encoding httpx's ``json=`` sends; key order kept."""
 
+
+def _same_as_stdlib(obj: Any) -> bool:
+    """Whether orjson writes ``obj`` exactly as ``_encode_body`` does (key order kept).
+
+    A chat call's params are a handful of ints, strings and small floats; the stdlib encoder
+    spent more time setting itself up for them than encoding. orjson differs on non-finite
+    floats (``null`` instead of an error), on floats written with an exponent by either
+    library, on integers beyond 64 bits and on anything not a builtin JSON type; those trees
+    take the stdlib path."""
+    t = type(obj)
+    if t is str or t is bool or obj is None:
+        return True
+    if t is int:
+        return bool(-(2**63) <= obj < 2**64)
+    if t is float:
+        return bool(obj == 0 or 1e-4 <= abs(obj) < 1e15)
+    if t is dict:
+        return all(type(k) is str and _same_as_stdlib(v) for k, v in obj.items())
+    if t is list or t is tuple:
+        return all(_same_as_stdlib(v) for v in obj)
+    return False
+
+
+def _encode_params(obj: dict[str, Any]) -> bytes:
+    """``_encode_body(obj).encode()``, through orjson when its bytes are the same."""
+    if _same_as_stdlib(obj):
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # a lone surrogate, deep nesting: the stdlib's answer
+            pass
+    return _encode_body(obj).encode()
+
+
 _FLOAT_LITERAL = re.compile(rb"\d[.eE]")
 
 
@@ -258,7 +291,7 @@ class OpenAIChatEngine:
             rest["tools"] = list(request.tools)
         if "messages" in rest:
             return _encode_body(self.payload(request)).encode()
-        return ('{"messages":' + request.messages_json + "," + _encode_body(rest)[1:]).encode()
+        return b'{"messages":' + request.messages_json.encode() + b"," + _encode_params(rest)[1:]
 
     async def _post(self, data: bytes) -> _Reply:
         """One POST; transport failures are classified here, HTTP statuses by the caller."""

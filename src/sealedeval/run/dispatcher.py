@@ -116,6 +116,33 @@ def cost_usd(
     return (total + tokens_out * cfg.price_out_per_mtok) / 1e6
 
 
+@dataclass(frozen=True)
+class _Prices:
+    """``cost_usd``'s prices of one engine, so a row's cost is the same arithmetic on the
+    same floats without reading and converting the config per row."""
+
+    p_in: float
+    p_out: float
+    p_write: float
+    p_read: float
+
+    @classmethod
+    def of(cls, cfg: EngineConfig) -> _Prices:
+        p_in = cfg.price_in_per_mtok
+        return cls(
+            p_in,
+            cfg.price_out_per_mtok,
+            float(cfg.extra.get("price_cache_write_per_mtok", p_in)),
+            float(cfg.extra.get("price_cache_read_per_mtok", p_in)),
+        )
+
+    def cost(self, tokens_in: int, tokens_out: int, cache_write: int, cache_read: int) -> float:
+        """Exactly ``cost_usd(cfg, ...)``: the same operations in the same order."""
+        fresh = tokens_in - cache_write - cache_read
+        total = fresh * self.p_in + cache_write * self.p_write + cache_read * self.p_read
+        return (total + tokens_out * self.p_out) / 1e6
+
+
 def retry_policy(cfg: EngineConfig) -> RetryPolicy:
     """The engine's retry policy (its ``max_retries``, backoff and Retry-After ceiling)."""
     return RetryPolicy(
@@ -188,11 +215,18 @@ class Dispatcher:
             "sealed": seal.sealed,
             "harness_version": __version__,
         }
+        # Every row starts as a copy of this one template (the ok-row defaults with the
+        # shared fields set): one C-level dict copy instead of a copy and an update per row.
+        self._template = dict(ROW_DEFAULTS)
+        self._template.update(self._const)
+        # The prices of ``cost_usd``, read and converted once per run instead of per row.
+        self._prices = _Prices.of(self.cfg)
+        # Solvers by name, looked up once per run: a registry lookup per call is avoidable.
+        self._solvers: dict[str, Solver] = {}
 
     def _row(self, req: Request, started: str, t0: float, attempts: int) -> dict[str, Any]:
         """A raw row (RAW_SCHEMA's columns) with the ok-row defaults; callers fill the rest."""
-        row = dict(ROW_DEFAULTS)
-        row.update(self._const)
+        row = self._template.copy()
         row["request_key"] = req.request_key
         row["suite"] = req.suite
         row["item_id"] = req.item_id
@@ -207,6 +241,10 @@ class Dispatcher:
         row["attempts"] = attempts
         row["status"] = "ok"
         return row
+
+    def _solver(self, name: str) -> Solver:
+        solver = self._solvers[name] = get_solver(name)
+        return solver
 
     def _waiting(self, req: Request, wait: float, e: EngineError, attempt: int) -> None:
         """Show a retry's wait: on the bar always, as a line when long or asked for."""
@@ -246,7 +284,7 @@ class Dispatcher:
             c = await with_retries(
                 lambda: engine.complete(r),
                 policy,
-                seed=zlib.crc32(r.request_key.encode()),
+                seed=lambda: zlib.crc32(r.request_key.encode()),
                 attempts=attempts,
                 on_wait=on_wait,
                 sleep=breaker.sleep,
@@ -263,7 +301,7 @@ class Dispatcher:
                 raise breaker.not_called()
             # An engine that replays whole recorded rows is served by the ``replay`` solver.
             name = "replay" if getattr(engine, "replays_rows", False) else req.solver
-            solver = self.solver or get_solver(name)
+            solver = self.solver or self._solvers.get(name) or self._solver(name)
             res = await solver(engine, req, call)
         except EngineError as e:
             row = self._row(req, started, t0, attempts.n)
@@ -294,8 +332,8 @@ class Dispatcher:
             stats.ok += 1
         if row["status"] != "ok":
             cache = [0, 0]  # an error row records no tokens, so no cache tokens either
-        row["cost_usd"] = price[0] * cost_usd(
-            self.cfg, row["tokens_in"], row["tokens_out"], cache[0], cache[1]
+        row["cost_usd"] = price[0] * self._prices.cost(
+            row["tokens_in"], row["tokens_out"], cache[0], cache[1]
         )
         self.writer.append(row)
 

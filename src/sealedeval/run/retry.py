@@ -187,7 +187,7 @@ async def with_retries(
     call: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     *,
-    seed: int,
+    seed: int | Callable[[], int],
     attempts: Attempts,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     on_wait: WaitFn | None = None,
@@ -195,7 +195,9 @@ async def with_retries(
 ) -> T:
     """``call()`` until it answers or fails for good (see the module docstring). With a
     ``breaker``, every outcome is reported to it, no call starts while it is open, and a retry
-    it opened during is not made (pass ``sleep=breaker.sleep`` so a long wait ends at once)."""
+    it opened during is not made (pass ``sleep=breaker.sleep`` so a long wait ends at once).
+    ``seed`` seeds the jitter of the waits; it may be a function giving it, called only on a
+    first retry (the dispatcher's is a CRC of the request key, work most calls never need)."""
     rng: random.Random | None = None  # seeded on the first retry: most calls never need it
     tries = 0  # per call: ``attempts`` is shared by every call a solver makes for one row
     while True:
@@ -222,7 +224,7 @@ async def with_retries(
                     output_text=e.output_text,
                 ) from e
             if rng is None:
-                rng = random.Random(seed)
+                rng = random.Random(seed if isinstance(seed, int) else seed())
             wait = policy.delay(tries, rng, e.retry_after)
             if on_wait is not None:
                 on_wait(wait, e, tries)

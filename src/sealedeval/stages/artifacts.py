@@ -17,6 +17,8 @@ reads its input from disk and the audit that derives it in memory see identical 
 from __future__ import annotations
 
 import json
+import math
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -132,6 +134,122 @@ class _Discard(list[Any]):
 _DISCARD = _Discard()
 
 
+_CODABLE = ({str}, {bool}, {int}, {float})
+"""Value types a column is stored as codes for: within one of these (None beside it) equal
+values are interchangeable, so a value's first occurrence can stand for every later one.
+Mixed types are not (1, 1.0 and True are equal), nor floats with a NaN (not equal to
+itself) or a -0.0 (equal to 0.0): those columns stay lists."""
+
+
+class Coded(Sequence[Any]):
+    """A graded column as one 4-byte code per row into its distinct values.
+
+    The graded columns repeat a few values (engine, grader, category, details, item) or each
+    value a few times (request keys: one per grader): four million golden graded rows took
+    8 bytes per cell as lists, ~0.5 GB per million raw rows, and the grade stage's peak was
+    that (``benchmarks/scale.py``). Reading a cell is one list index more."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: array[int], values: list[Any]) -> None:
+        self.codes = codes
+        self.values = values
+
+    @classmethod
+    def build(cls, values: list[Any]) -> Sequence[Any]:
+        """``values`` coded, or the list itself when its types are not codable (see
+        ``_CODABLE``) or a value is unhashable."""
+        coder = _Coder()
+        coder.add(values)
+        return coder.done()
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.values[c] for c in self.codes[i]]
+        return self.values[self.codes[i]]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.values.__getitem__, self.codes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == len(self) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def taken(self, order: Any) -> Coded:
+        """The column in ``order`` (numpy int64 positions)."""
+        import numpy as np
+
+        codes = np.frombuffer(self.codes, dtype=np.uint32)[order]
+        out: array[int] = array("I")
+        out.frombytes(codes.tobytes())
+        return Coded(out, self.values)
+
+
+class _Coder:
+    """Builds one column chunk by chunk: codes while its values are codable, else a list."""
+
+    __slots__ = ("codes", "index", "plain", "types")
+
+    def __init__(self) -> None:
+        self.codes: array[int] = array("I")
+        self.index: dict[Any, int] = {}
+        self.types: set[type] = set()
+        self.plain: list[Any] | None = None
+
+    def add(self, values: list[Any]) -> None:
+        if self.plain is not None:
+            self.plain.extend(values)
+            return
+        self.types |= set(map(type, values))
+        types = self.types - {type(None)}
+        if types and not any(types == t for t in _CODABLE):
+            self._to_plain(values)
+            return
+        index = self.index
+        try:  # the chunk's distinct values, first seen first (one C-level pass)
+            distinct = dict.fromkeys(values)
+        except TypeError:  # unhashable
+            self._to_plain(values)
+            return
+        if types == {float} and not _plain_floats(distinct, values):
+            self._to_plain(values)
+            return
+        for v in distinct:
+            if v not in index:
+                index[v] = len(index)
+        self.codes.extend(map(index.__getitem__, values))
+
+    def _to_plain(self, values: list[Any]) -> None:
+        distinct = list(self.index)
+        self.plain = [distinct[c] for c in self.codes] + values
+        self.codes, self.index = array("I"), {}
+
+    def done(self) -> Sequence[Any]:
+        return self.plain if self.plain is not None else Coded(self.codes, list(self.index))
+
+
+def _plain_floats(distinct: Mapping[Any, None], values: list[Any]) -> bool:
+    """Whether equal floats among ``values`` are the same float: no NaN, no -0.0."""
+    if any(v != v for v in distinct):
+        return False
+    return 0.0 not in distinct or not any(v == 0 and math.copysign(1.0, v) < 0 for v in values)
+
+
+_CHUNK = 65_536
+"""Rows ``from_rows`` gathers as lists before coding them (bounds the lists' share)."""
+
+
+def _kind_of(values: Sequence[Any]) -> str:
+    """``_column_kind`` of a column, read off the distinct values of a coded one."""
+    return _column_kind(values.values if isinstance(values, Coded) else values)
+
+
 class GradedRow(Mapping[str, Any]):
     """One graded row: a read-only Mapping over its table's columns (no per-row dict)."""
 
@@ -167,16 +285,17 @@ class GradedRows(Sequence[Mapping[str, Any]]):
 
     A million raw rows are four million golden graded rows; as dicts they took ~0.5 KB each
     and were built twice (grade, then the file round trip): 5.6 GB of the 1M-row build's
-    peak (``benchmarks/scale.py``). Columns of shared values take 8 bytes a cell.
+    peak (``benchmarks/scale.py``). A cell is a 4-byte code (``Coded``) where the column
+    allows it, else 8 bytes.
     Equal to any sequence of mappings with the same rows (a list of dicts included).
     """
 
-    __slots__ = ("_n", "_sig_keys", "_sigs", "bycol", "colpos", "columns", "names")
+    __slots__ = ("_n", "_own", "_sig_keys", "_sigs", "bycol", "colpos", "columns", "names")
 
     def __init__(
         self,
         names: Sequence[str],
-        columns: Sequence[list[Any]],
+        columns: Sequence[Sequence[Any]],
         n: int,
         sigs: tuple[list[int], list[tuple[str, ...]]] | None = None,
     ) -> None:
@@ -185,6 +304,7 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         self.colpos = {c: j for j, c in enumerate(self.names)}
         self.bycol = dict(zip(self.names, self.columns, strict=True))
         self._n = n
+        self._own = False  # True when no one else holds these column lists (``from_rows``)
         # which keys each row had (an id per row into the distinct key tuples): the column
         # order is first-seen over the rows in their order, as a table of the dicts had it
         self._sigs: list[int] | None = sigs[0] if sigs is not None else None
@@ -227,16 +347,25 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         sigs: list[int] = []
         last: tuple[str, ...] | None = None
         sid = 0
+        coders: list[_Coder] = []
         order: list[list[Any]] = []
         rest: list[list[Any]] = []
         n = 0
+        coded = 0  # rows already moved from the lists into the coders
         for g in rows:
+            if n - coded == _CHUNK:
+                for col, coder in zip(cols, coders, strict=True):
+                    coder.add(col)
+                    col.clear()
+                coded = n
             keys = tuple(g)
             if keys != last:  # a new column set: map it (new columns get None for earlier rows)
                 for k in keys:
                     if k not in index and k not in extra:
                         index[k] = len(cols)
-                        cols.append([None] * n)
+                        cols.append([None] * (n - coded))
+                        coders.append(_Coder())
+                        coders[-1].add([None] * coded)
                 last = keys
                 sid = sig_ids.setdefault(
                     keys + tuple(k for k in extra if k not in keys), len(sig_ids)
@@ -251,17 +380,30 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             sigs.append(sid)
             n += 1
         names = list(index)
+        done = []
+        for col, coder in zip(cols, coders, strict=True):
+            coder.add(col)
+            col.clear()
+            done.append(coder.done())
         for k, v in extra.items() if n else ():  # no rows: no columns, as no dicts had none
             names.append(k)
-            cols.append([v] * n)
-        return cls(names, cols, n, (sigs, list(sig_ids)))
+            done.append(Coded.build([v] * n))
+        out = cls(names, done, n, (sigs, list(sig_ids)))
+        out._own = True
+        return out
 
     def sorted_by(self, keys: Sequence[str]) -> GradedRows:
-        """The rows stably sorted on ``keys`` (ascending, like ``sorted`` on their tuples)."""
+        """The rows stably sorted on ``keys`` (ascending, like ``sorted`` on their tuples).
+
+        Rows made by ``from_rows`` are sorted in place and returned (their column lists are
+        no one else's): the grade stage sorts millions of rows, and a sorted copy of every
+        column beside the unsorted one was the build's peak memory (``benchmarks/scale.py``).
+        In place, one column at a time, the sort holds one extra column. Other rows (whose
+        columns another ``GradedRows`` may share) get a sorted copy, as before."""
         if self._n == 0:
             return self
         cols = [self.columns[self.colpos[k]] for k in keys]
-        order: list[int]
+        order: Sequence[int]
         try:  # Arrow sorts strings by code point, as Python does, and stably
             import pyarrow.compute as pc
 
@@ -269,15 +411,32 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             if any(table.column(j).null_count for j in range(len(cols))):
                 raise TypeError("a None in a sort key")  # Python's sort would refuse it too
             idx = pc.sort_indices(table, [(f"k{j}", "ascending") for j in range(len(cols))])
-            order = idx.to_numpy().tolist()
+            del table
+            # machine ints, not a list of Python ints (~36 bytes a row at millions of rows)
+            order = array("q", idx.to_numpy().astype("int64", copy=False).tobytes())
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # not strings: Python's sort
             order = sorted(range(self._n), key=lambda i: tuple(c[i] for c in cols))
         sigs = None
         if self._sigs is not None:
             sigs = ([self._sigs[i] for i in order], self._sig_keys)
-        return GradedRows(self.names, [[c[i] for i in order] for c in self.columns], self._n, sigs)
+        import numpy as np
 
-    def column(self, name: str) -> list[Any]:
+        positions = np.frombuffer(order, dtype=np.int64) if isinstance(order, array) else order
+        if not self._own:
+            columns = [_taken(c, order, positions) for c in self.columns]
+            return GradedRows(self.names, columns, self._n, sigs)
+        for j, c in enumerate(self.columns):
+            if isinstance(c, list):
+                c[:] = [c[i] for i in order]
+            else:
+                self.columns[j] = _taken(c, order, positions)
+        self.bycol = dict(zip(self.names, self.columns, strict=True))
+        if sigs is not None:
+            self._sigs = sigs[0]
+            self._reorder(range(self._n))
+        return self
+
+    def column(self, name: str) -> Sequence[Any]:
         return self.columns[self.colpos[name]]
 
     def __len__(self) -> int:
@@ -318,6 +477,13 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         return f"GradedRows({self._n} rows, columns {self.names})"
 
 
+def _taken(column: Sequence[Any], order: Sequence[int], positions: Any) -> Sequence[Any]:
+    """A column in ``order`` (``positions``: the same as a numpy array)."""
+    if isinstance(column, Coded):
+        return column.taken(positions)
+    return [column[i] for i in order]
+
+
 def _as_graded(graded: Sequence[Mapping[str, Any]] | GradedRows) -> GradedRows:
     return graded if isinstance(graded, GradedRows) else GradedRows.from_rows(graded)
 
@@ -325,16 +491,21 @@ def _as_graded(graded: Sequence[Mapping[str, Any]] | GradedRows) -> GradedRows:
 def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Graded rows as a typed table (columns in first-seen order; a row lacking a column has
     None there, and the column list is kept in the metadata so an empty file reads back)."""
+    import numpy as np
+
     rows = _as_graded(graded)
     arrays = []
     json_cols = []
     for c, values in zip(rows.names, rows.columns, strict=True):
-        kind = _column_kind(values)
+        kind = _kind_of(values)
         if kind == "json":
             json_cols.append(c)
             arrays.append(
                 pa.array([None if v is None else compact(v) for v in values], type=pa.string())
             )
+        elif isinstance(values, Coded):  # the distinct values, taken by code
+            codes = pa.array(np.frombuffer(values.codes, dtype=np.uint32))
+            arrays.append(pa.array(values.values, type=_ARROW[kind]).take(codes))
         else:
             arrays.append(pa.array(values, type=_ARROW[kind]))
     table = pa.Table.from_arrays(arrays, names=rows.names) if rows.names else pa.table({})
@@ -350,13 +521,30 @@ def rows_from_table(table: pa.Table) -> GradedRows:
     cols = []
     pool: dict[str, str] = {}
     for name in names:
-        values = table.column(name).to_pylist()
+        column = table.column(name)
+        kind = column.type
+        codable = pa.types.is_string(kind) or pa.types.is_int64(kind) or pa.types.is_boolean(kind)
+        if name not in json_cols and codable and column.null_count == 0 and len(column):
+            cols.append(_coded(column))  # as ``from_rows`` codes them: no list per column
+            continue
+        values = column.to_pylist()
         if name in json_cols:
             values = [None if v is None else json.loads(v) for v in values]
-        elif pa.types.is_string(table.schema.field(name).type):
+        elif pa.types.is_string(kind):
             values = [v if v is None else pool.setdefault(v, v) for v in values]
         cols.append(values)
     return GradedRows(names, cols, table.num_rows)
+
+
+def _coded(column: pa.ChunkedArray) -> Coded:
+    """A column without nulls as a ``Coded`` one: Arrow's dictionary encoding (first seen
+    first, as ``from_rows``), its indices as the codes, its dictionary as the values."""
+    import numpy as np
+
+    encoded = column.combine_chunks().dictionary_encode()
+    codes: array[int] = array("I")
+    codes.frombytes(np.asarray(encoded.indices, dtype=np.uint32).tobytes())
+    return Coded(codes, encoded.dictionary.to_pylist())
 
 
 def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> GradedRows:
@@ -370,7 +558,7 @@ def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> GradedRows:
     rows = _as_graded(graded)
     cols = []
     for values in rows.columns:
-        if _column_kind(values) == "json":
+        if _kind_of(values) == "json":
             values = [None if v is None else json.loads(compact(v)) for v in values]
         cols.append(values)
     return GradedRows(rows.names, cols, len(rows))
