@@ -21,9 +21,19 @@ from sealedeval.canonical import dumps
 from sealedeval.config import Config
 from sealedeval.errors import UserError
 from sealedeval.fsutil import sha256_file
+from sealedeval.plugins import get_suite, presenting
+from sealedeval.publish.report_md import render_report
+from sealedeval.publish.summary import headline_metrics
 from sealedeval.seal import design, lock, standing
 from sealedeval.stages import merge
-from sealedeval.store.raw import part_rows, raw_files
+from sealedeval.stages.pipeline import (
+    analysis_doc,
+    ensure_analysis,
+    generate_items,
+    graded_rows,
+    rows_rubric,
+)
+from sealedeval.store.raw import latest_records, part_rows, raw_files, read_columns
 
 RESULT = Path("results/result.json")
 REPORT_MD = Path("results/report.md")
@@ -59,9 +69,6 @@ def check_inputs(cfg: Config, names: list[str]) -> None:
     cover. Rows run with ``--unsealed`` are published as "not pre-registered" whatever the lock."""
     import pyarrow.compute as pc
 
-    from sealedeval.plugins import get_suite
-    from sealedeval.store.raw import read_columns
-
     if not (cfg.root / lock.LOCK_NAME).exists():
         return
     doc = lock.read(cfg.root)
@@ -83,7 +90,6 @@ def read_docs(cfg: Config) -> dict[str, dict[str, Any]]:
     """The analysis file of every published suite: the one ``sealedeval analyze`` wrote when it
     is fresh, else the stale or missing stages are derived first (``ensure_analysis``). A
     changed sealed input stops it first (``check_inputs``), before anything is written."""
-    from sealedeval.stages.pipeline import ensure_analysis
 
     names = published_suites(cfg)
     if not names:
@@ -96,9 +102,6 @@ def earlier_headline(cfg: Config, name: str, parts: Sequence[str]) -> list[dict[
     """The headline the rows of an earlier seal give, derived from those parts alone by the
     stage functions (``stages.pipeline``) and the summary's choice of headline: the metric
     records, as result.json holds them."""
-    from sealedeval.publish.summary import headline_metrics
-    from sealedeval.stages.pipeline import analysis_doc, generate_items, graded_rows, rows_rubric
-    from sealedeval.store.raw import latest_records
 
     rows = latest_records([cfg.root / p for p in parts])
     if not rows:
@@ -148,8 +151,6 @@ def assemble(
 
     ``environment`` replaces the library versions of this process (the audit passes the ones a
     result recorded, so a re-derivation on another machine compares numbers, not versions)."""
-    from sealedeval.plugins import presenting
-    from sealedeval.publish.report_md import render_report
 
     if not docs:
         raise UserError("results/raw: no raw runs for any enabled suite")

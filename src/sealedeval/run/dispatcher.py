@@ -45,6 +45,7 @@ from sealedeval.engines.batch import BATCH_PRICE_FACTOR
 from sealedeval.errors import UserError
 from sealedeval.run.batch import BatchAnswer
 from sealedeval.run.gcpolicy import quiet_gc
+from sealedeval.run.progress import StatusLines
 from sealedeval.run.retry import (
     DEFAULT_RETRY_AFTER_MAX_S,
     Attempts,
@@ -353,8 +354,6 @@ class Dispatcher:
             self.breaker = CircuitBreaker(scrub=self.scrub)  # each run starts closed
         lines = None
         if self.status is not None:
-            from sealedeval.run.progress import StatusLines
-
             label = self.label or f"{requests[0].suite if requests else ''}/{self.cfg.name}"
             lines = StatusLines(label, len(requests), self.status, skipped=stats.skipped)
             lines.start(stats)

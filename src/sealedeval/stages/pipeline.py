@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealedeval.canonical import compact
 from sealedeval.config import Config
 from sealedeval.errors import UserError
-from sealedeval.fsutil import sha256_text
+from sealedeval.fsutil import sha256_file, sha256_text
 from sealedeval.keys import suite_seed
 from sealedeval.plugins import (
     FollowupContext,
@@ -26,6 +27,7 @@ from sealedeval.plugins import (
     hook,
     suite_info,
 )
+from sealedeval.seal.design import sealed_suite_design
 from sealedeval.stages import artifacts
 from sealedeval.stages.analyze import analyze
 from sealedeval.stages.grade import grade
@@ -37,7 +39,6 @@ ITEMS_FORMAT = "sealedeval.items/1"
 def suite_config_sha256(cfg: Config, name: str) -> str:
     """The hash of the merged config this suite's items and requests depend on: its own section,
     the project seed and the engines it names (not other suites' sections)."""
-    from sealedeval.canonical import compact
 
     scfg = cfg.suite(name)
     engines = {e: cfg.data["engines"].get(e) for e in scfg.get("engines", [])}
@@ -193,9 +194,6 @@ def stage_key(cfg: Config, name: str) -> str:
     suite (path and sha256) and the suite's config. A file whose key differs is stale: new
     calls were stored, a part changed, the config moved, or the suite's sealed design (which
     comparisons are pre-registered) was re-sealed since it was written."""
-    from sealedeval.canonical import compact
-    from sealedeval.fsutil import sha256_file
-    from sealedeval.seal.design import sealed_suite_design
 
     raw = [[f.relative_to(cfg.root).as_posix(), sha256_file(f)] for f in raw_files(cfg.root, name)]
     doc = {

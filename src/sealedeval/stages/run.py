@@ -32,14 +32,16 @@ from sealedeval.config import Config, EngineConfig
 from sealedeval.engines import build_engine
 from sealedeval.engines.base import Request
 from sealedeval.errors import UserError
-from sealedeval.fsutil import write_text_atomic
+from sealedeval.fsutil import sha256_file, write_text_atomic
 from sealedeval.keys import suite_seed
 from sealedeval.plugins import FollowupContext, RequestContext, Suite, get_suite, hook
 from sealedeval.run import batch
 from sealedeval.run.dispatcher import Dispatcher, RunStats, key_scrubber, now_iso, retry_policy
 from sealedeval.run.gcpolicy import quiet_gc
 from sealedeval.run.retry import CircuitBreaker, Trip
-from sealedeval.seal import lock, shards
+from sealedeval.seal import design, lock, shards
+from sealedeval.stages.pipeline import load_items, suite_config_sha256
+from sealedeval.store import ledger, segments
 from sealedeval.store.raw import (
     RAW_ROOT,
     RawRecord,
@@ -91,7 +93,6 @@ def plan(cfg: Config, suite_name: str, *, unsealed: bool = False) -> Plan:
     cfg.suite(suite_name)
     seal = lock.check(cfg.root, suite_name, suite.rubric_inputs(), unsealed=unsealed)
     seed = suite_seed(cfg, suite_name, seal.rubric_sha256)
-    from sealedeval.stages.pipeline import load_items
 
     return Plan(suite, seal, seed, load_items(cfg, suite_name, seal.rubric_sha256))
 
@@ -142,8 +143,6 @@ def _adoptable(root: Path, out_dir: Path, shard: tuple[int, int] | None) -> list
     shard (a sibling shard running beside this one lists its own); and never a part with an ok
     answer to a key another part already answered ok (a killed run asked only what was not
     answered, so such a part was copied or injected, and stays unledgered for the audit)."""
-    from sealedeval.fsutil import sha256_file
-    from sealedeval.store import ledger, segments
 
     files = sorted(f for f in out_dir.glob("part-*.parquet") if not f.name.startswith("."))
     if not files:
@@ -455,7 +454,6 @@ def error_policy_failure(stats: RunStats, ecfg: EngineConfig, suite: str) -> str
 def _say_design(cfg: Config, suite: str, engine: str) -> None:
     """Say, before the first call, when this engine is not part of the sealed design: the run
     goes ahead (adding an engine is allowed), and the report will label it."""
-    from sealedeval.seal import design
 
     status = design.run_status(cfg, suite, engine)
     if status != "sealed":
@@ -484,10 +482,6 @@ def _ledger(
     parts of an interrupted run it resumed from (``adopted``), the provider batch ids its
     answers came from (``batches``, with ``batch: true``) and the sequential look this run
     completed (``look``)."""
-    from sealedeval.fsutil import sha256_file
-    from sealedeval.seal import design
-    from sealedeval.stages.pipeline import suite_config_sha256
-    from sealedeval.store import ledger, segments
 
     design_status = design.run_status(cfg, p.suite.name, engine_name)
 
