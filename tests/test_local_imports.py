@@ -43,6 +43,7 @@ HEAVY = {
     "pyarrow",
     "reportlab",
     "requests",
+    "sacrebleu",
     "sqlalchemy",
     "tqdm",
     "yaml",

@@ -3,10 +3,11 @@
 document's (gold, prediction) pair) and ``tinybleu`` (``bleu``: sacrebleu's corpus BLEU),
 imported with no hand-written config, published and audited.
 
-The F1 is re-derived from the per-sample pairs and must equal lm-eval's; BLEU is shown as
-lm-eval reported it, labelled so (its tokenisation is sacrebleu's, not re-derived here). The
-answers (``harness_runs.LM_EVAL_CORPUS_ANSWERS``) make each F1 differ from the accuracy and the
-mean of the per-document values, so an F1 computed any other way would not match.
+The F1 is re-derived from the per-sample pairs and must equal lm-eval's; so is BLEU, through
+sacrebleu (the ``imports`` extra), and it must equal both the results file and lm-eval's own
+``bleu`` aggregation run on the samples file's pairs. The answers
+(``harness_runs.LM_EVAL_CORPUS_ANSWERS``) make each F1 differ from the accuracy and the mean of
+the per-document values, so an F1 computed any other way would not match.
 """
 
 from __future__ import annotations
@@ -52,12 +53,21 @@ def sklearn_f1(folder: Path) -> float:
     return float(f1_score(golds, preds))
 
 
+def lm_eval_bleu(folder: Path) -> float:
+    """lm-eval's own ``bleu`` aggregation over the samples file's (reference, prediction)
+    pairs: the reference the importer's re-derivation is checked against."""
+    from lm_eval.api.metrics import bleu
+
+    return float(bleu([tuple(d["bleu"]) for d in samples(folder, "tinybleu")]))
+
+
 @pytest.mark.slow
-def test_real_lm_eval_corpus_f1_is_rederived_and_bleu_is_shown_as_reported(
+def test_real_lm_eval_corpus_f1_and_bleu_are_rederived(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("lm_eval")
     pytest.importorskip("sklearn")
+    sacrebleu = pytest.importorskip("sacrebleu")
     root = make_project(tmp_path / "proj", EMPTY_CONFIG, hr.LM_EVAL_CORPUS_TASK, seal=False)
     out = tmp_path / "lm_eval_run"
     with hr.answering_server(hr.LM_EVAL_CORPUS_ANSWERS) as fake:
@@ -76,6 +86,8 @@ def test_real_lm_eval_corpus_f1_is_rederived_and_bleu_is_shown_as_reported(
     assert f1 == pytest.approx({"tiny-a": 6 / 9, "tiny-b": 4 / 9})
     bleu = {m: reported(folders[m], "tinybleu", "bleu,none") for m in MODELS}
     assert bleu["tiny-a"] > bleu["tiny-b"] > 0
+    for m in MODELS:
+        assert bleu[m] == pytest.approx(lm_eval_bleu(folders[m]), rel=1e-12)
 
     # no config by hand: the first import writes the blocks and stops, seal, import again
     capsys.readouterr()
@@ -116,11 +128,13 @@ def test_real_lm_eval_corpus_f1_is_rederived_and_bleu_is_shown_as_reported(
         assert an_f1["engines"][m]["scorers"]["f1,none"]["corpus_level"] is True
 
         (b,) = [h for h in an_bleu["engines"][m]["headline"] if h.get("metric") == "bleu"]
-        assert b["scorer"] == "bleu,none" and b["match"] is None and b["ours"] is None, b
+        assert b["scorer"] == "bleu,none" and b["match"] is True, b
         assert b["harness"] == pytest.approx(bleu[m], rel=1e-9)
-        assert "reported by the harness, not re-derivable" in b["how"]
+        assert b["ours"] == pytest.approx(lm_eval_bleu(folders[m]), rel=1e-9)
+        assert b["rederived_with"] == {"sacrebleu": sacrebleu.__version__}
+    assert an_bleu["rederived_with"] == {"sacrebleu": sacrebleu.__version__}
 
-    # the metric records: our F1 next to lm-eval's, and BLEU only as lm-eval's
+    # the metric records: our F1 and BLEU next to lm-eval's
     ms = {
         (m["metric"], m["groups"]["engine"]): m
         for s in ("tinyf1", "tinybleu")
@@ -132,5 +146,6 @@ def test_real_lm_eval_corpus_f1_is_rederived_and_bleu_is_shown_as_reported(
         assert ms[("harness_f1", m)]["estimate"] == pytest.approx(f1[m], abs=1e-9)
         assert ms[("harness_bleu", m)]["estimate"] == pytest.approx(bleu[m], rel=1e-9)
         assert ms[("harness_bleu", m)]["method"] == "reported by the harness"
-        assert ("bleu", m) not in ms
+        assert ms[("bleu", m)]["estimate"] == pytest.approx(bleu[m], rel=1e-9)
+        assert f"sacrebleu {sacrebleu.__version__}" in ms[("bleu", m)]["method"]
         assert ms[("f1", m)]["direction"] == ms[("harness_bleu", m)]["direction"] == "higher"

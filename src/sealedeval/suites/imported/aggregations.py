@@ -4,9 +4,13 @@
 A harness reports one number per (task, metric); for most metrics it is the mean of per-sample
 values, for some a corpus-level function of every sample's (reference, prediction) pair. Each
 function here is the harness's own definition, written out so that importing needs no harness
-install; tests check every one against the harness itself on the same items. An aggregation
-not listed (corpus BLEU/chrF/TER, which need sacrebleu's tokenisers, a task's own Python
-function, Brier score) is reported by the harness and not re-derived — said so, never guessed.
+install; tests check every one against the harness itself on the same items. Corpus BLEU,
+chrF, chrF++ and TER are lm-eval's calls of sacrebleu, whose tokenisers and smoothing are not
+worth re-writing (and would drift from it): they are re-derived through sacrebleu itself when it
+is installed (the ``imports`` extra), and its version is reported beside the number, since a
+different sacrebleu may tokenise differently. An aggregation not listed (a task's own Python
+function, Brier score), or a sacrebleu one without sacrebleu, is reported by the harness and
+not re-derived — said so, never guessed.
 """
 
 from __future__ import annotations
@@ -137,6 +141,93 @@ def matthews_corrcoef(items: Sequence[Any]) -> float | None:
     return cov_tp / math.sqrt(cov_tt * cov_pp)
 
 
+def sacrebleu_version() -> str | None:
+    """The installed sacrebleu's version, None when it cannot be imported: the BLEU/chrF/TER
+    re-derivations depend on it, so the analysis records it next to their numbers."""
+    try:
+        import sacrebleu
+    except ImportError:
+        return None
+    return str(sacrebleu.__version__)
+
+
+def _sacreformat(items: Sequence[Any]) -> tuple[list[list[str]], list[str]] | None:
+    """lm-eval's ``_sacreformat`` over the documents' (reference, prediction) pairs: sacrebleu
+    wants the predictions as one list and the references transposed, one stream per reference
+    position (a document's reference may be one string or a list of them; a prediction a
+    string or a one-element list). Anything else (sacrebleu would raise, or lm-eval would
+    iterate a string's characters as references) is not re-derived: None."""
+    pairs = _pairs(items)
+    if not pairs or len({isinstance(ref, str) for ref, _ in pairs}) != 1:
+        return None  # references mixing strings and lists: lm-eval would mangle them
+    refs: list[list[str]] = []
+    preds: list[str] = []
+    for ref, pred in pairs:
+        ref_list = [ref] if isinstance(ref, str) else ref
+        if isinstance(pred, list) and len(pred) == 1:
+            pred = pred[0]
+        if (
+            not isinstance(ref_list, list)
+            or not ref_list
+            or not all(isinstance(r, str) for r in ref_list)
+            or not isinstance(pred, str)
+        ):
+            return None
+        refs.append(ref_list)
+        preds.append(pred)
+    # lm-eval's zip(*refs): as many reference streams as the document with the fewest
+    return [list(stream) for stream in zip(*refs, strict=False)], preds
+
+
+def _sacrebleu_corpus(kind: str, items: Sequence[Any]) -> float | None:
+    formatted = _sacreformat(items)
+    if formatted is None:
+        return None
+    try:
+        import sacrebleu
+    except ImportError:
+        return None
+    refs, preds = formatted
+    if kind == "bleu":
+        return float(sacrebleu.corpus_bleu(preds, refs).score)
+    if kind == "chrf":
+        return float(sacrebleu.corpus_chrf(preds, refs).score)
+    if kind == "chrf++":
+        return float(sacrebleu.corpus_chrf(preds, refs, word_order=2).score)
+    return float(sacrebleu.corpus_ter(preds, refs).score)
+
+
+def bleu(items: Sequence[Any]) -> float | None:
+    """lm-eval ``bleu``: ``sacrebleu.corpus_bleu(preds, refs).score`` with sacrebleu's
+    defaults (13a tokeniser, exponential smoothing), on a 0-100 scale."""
+    return _sacrebleu_corpus("bleu", items)
+
+
+def chrf(items: Sequence[Any]) -> float | None:
+    """lm-eval ``chrf``: ``sacrebleu.corpus_chrf(preds, refs).score`` (char order 6, word
+    order 0, beta 2)."""
+    return _sacrebleu_corpus("chrf", items)
+
+
+def chrfpp(items: Sequence[Any]) -> float | None:
+    """lm-eval ``chrf++``: ``sacrebleu.corpus_chrf(preds, refs, word_order=2).score``."""
+    return _sacrebleu_corpus("chrf++", items)
+
+
+def ter(items: Sequence[Any]) -> float | None:
+    """lm-eval ``ter``: ``sacrebleu.corpus_ter(preds, refs).score`` (lower is better)."""
+    return _sacrebleu_corpus("ter", items)
+
+
+SACREBLEU: dict[str, Callable[[Sequence[Any]], float | None]] = {
+    "bleu": bleu,
+    "chrf": chrf,
+    "chrf++": chrfpp,
+    "ter": ter,
+}
+"""lm-eval aggregations computed by sacrebleu, re-derived through it when it is installed."""
+
+
 LM_EVAL: dict[str, Callable[[Sequence[Any]], float | None]] = {
     "mean": mean,
     "median": median,
@@ -145,6 +236,7 @@ LM_EVAL: dict[str, Callable[[Sequence[Any]], float | None]] = {
     "bits_per_byte": bits_per_byte,
     "f1": f1_binary,
     "matthews_corrcoef": matthews_corrcoef,
+    **SACREBLEU,
 }
 """lm-eval aggregations re-derived here, by the name lm-eval registers them under."""
 

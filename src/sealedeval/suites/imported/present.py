@@ -89,6 +89,15 @@ def render(name: str, section: Mapping[str, Any]) -> str:
     if rows:
         out.append(table(["engine", "scorer", "metric", "log", harness, "ours", "check"], rows))
         out.append("")
+    libs = an.get("rederived_with") or {}
+    if libs:
+        # a corpus metric re-derived through a library depends on its release
+        out += [
+            "Re-derived with "
+            + ", ".join(f"{lib} {v}" for lib, v in sorted(libs.items()))
+            + " (another release may tokenise differently).",
+            "",
+        ]
     notes = [
         f"- {eng}/{h['scorer']} {h.get('metric')}: {h['how']}"
         for eng, e in sorted((an.get("engines") or {}).items())

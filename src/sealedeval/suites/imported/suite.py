@@ -131,12 +131,21 @@ def rederive(
         if agg == "mean":
             return _scored_mean(rows, name), "mean over documents"
         fn = aggregations.LM_EVAL.get(str(agg))
+        sacre = str(agg) in aggregations.SACREBLEU
+        version = aggregations.sacrebleu_version() if sacre else None
+        if sacre and version is None:
+            return None, (
+                f"reported by the harness, not re-derivable from the samples (aggregation {agg}"
+                ", computed by sacrebleu): install sealedeval[imports] to re-derive it"
+            )
         value = fn(_sample_values(rows, name)) if fn is not None else None
         if value is None:
             return None, (
                 f"reported by the harness, not re-derivable from the samples (aggregation {agg})"
             )
-        return value, f"lm-eval aggregation {agg} over the documents' values"
+        # sacrebleu's version is part of how: another release may tokenise differently
+        using = f" with sacrebleu {version}" if version else ""
+        return value, f"lm-eval aggregation {agg} over the documents' values{using}"
     ifn = aggregations.INSPECT.get(metric_name)
     value = ifn(_sample_means(rows, name)) if ifn is not None else None
     if value is None:
@@ -400,6 +409,13 @@ class ImportedSuite:
             "headline_mismatches": mismatches,
             "pre_registration": _pre_registration(rows),
             "log_edits": _log_edits(rows),
+            # the libraries a re-derived headline ran through (sacrebleu for BLEU/chrF/TER)
+            "rederived_with": {
+                lib: version
+                for e in engines.values()
+                for h in e["headline"]
+                for lib, version in (h.get("rederived_with") or {}).items()
+            },
             "metrics": metrics,
         }
 
@@ -684,6 +700,9 @@ class ImportedSuite:
             "log": log,
             "how": how,
         }
+        if ours is not None and str(head.get("aggregation")) in aggregations.SACREBLEU:
+            # recorded so that a re-derivation elsewhere can say why a number differs
+            entry["rederived_with"] = {"sacrebleu": aggregations.sacrebleu_version()}
         scored = head.get("scored_samples")
         held = len({str(r["item_id"]) for r in rows})
         if isinstance(scored, int) and scored > held:
