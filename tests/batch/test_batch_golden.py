@@ -165,6 +165,7 @@ KEY = "sk-ant-batch-7f3a9c1d5b"
 ENV = "SEALEDEVAL_BATCH_ANTHROPIC_KEY"
 
 
+@pytest.mark.slow
 def test_golden_anthropic_batch_matches_live(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

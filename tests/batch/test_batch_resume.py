@@ -95,6 +95,7 @@ def test_killed_mid_batch_reattaches_without_a_second_submission(
     assert not state.exists()
 
 
+@pytest.mark.slow
 def test_errors_and_expiry_are_error_rows_then_asked_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -119,6 +120,7 @@ def test_errors_and_expiry_are_error_rows_then_asked_again(
     assert len(entry["batches"]) == creates
 
 
+@pytest.mark.slow
 def test_an_error_left_after_the_retries_is_the_live_paths_error_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -97,6 +97,7 @@ def test_sealed_charges_a_differential_that_names_no_condition(su: Path) -> None
     assert not names_conditions([("Other", 70.0), ("NAFLD", 30.0)])
 
 
+@pytest.mark.slow
 def test_unknown_ids_are_all_named_at_once_and_partial_needs_the_flag(
     tmp_path: Path, su: Path
 ) -> None:

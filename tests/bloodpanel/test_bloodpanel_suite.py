@@ -329,6 +329,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_regrade_cli_reproduces_the_published_v11_scorer() -> None:
     fixture = shared_fixture("kantesti-v11", V11) / V11
     proc = _cli(

@@ -92,6 +92,7 @@ def test_logs_made_before_the_seal_say_so_and_the_audit_verifies_it(
     assert "mytask: 10 imported samples predate the seal" in checks["rows bound to seal"]
 
 
+@pytest.mark.slow
 def test_a_predating_claim_that_is_false_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

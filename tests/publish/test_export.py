@@ -408,6 +408,7 @@ def test_the_same_result_json_exports_the_same_bytes(tmp_path: Path) -> None:
     assert _tree(second / export.EEE_DIR) != a
 
 
+@pytest.mark.slow
 def test_options_reach_the_records_and_a_re_export_removes_only_its_own_stale_files(
     tmp_path: Path,
 ) -> None:
@@ -480,6 +481,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> None
 # -- the tidy per-sample table ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tidy_samples_read_back_equal_to_samples_df(tmp_path: Path) -> None:
     """Nested and mixed-kind columns become JSON text (the one change); everything else reads
     back as samples_df holds it, in both formats."""

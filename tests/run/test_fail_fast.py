@@ -170,6 +170,7 @@ def test_rejected_key_stops_at_the_first_answer_and_is_never_written(
     assert not any(wrong in p.read_text(errors="replace") for p in logs)
 
 
+@pytest.mark.slow
 def test_transient_503_then_ok_does_not_trip(make_project: Callable[..., Path]) -> None:
     """The run's first calls all get 503 (more of them than ``TRIP_AFTER``, before any
     answer), then the engine answers: no circuit, every request ok after its retries."""

@@ -329,6 +329,7 @@ def test_refuses_when_lock_not_committed(
     _no_rows(root)
 
 
+@pytest.mark.slow
 def test_refuses_when_reseal_not_committed(
     make_project: Callable[..., Path], quiet_fake: FakeOpenAI, cli: Callable[..., Result]
 ) -> None:
@@ -387,6 +388,7 @@ def test_read_only_results_dir_is_one_clear_error(
         out_dir.chmod(stat.S_IRWXU)
 
 
+@pytest.mark.slow
 def test_unset_api_key_fails_before_anything_is_written(make_project: Callable[..., Path]) -> None:
     """A configured but unset key variable: one line, exit 2, and no raw directory left behind."""
     root = make_project()

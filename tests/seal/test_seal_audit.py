@@ -149,6 +149,7 @@ def test_e_report_md_edited(sealed):
     assert "result.json differs" not in a.detail("result re-derives")
 
 
+@pytest.mark.slow
 def test_f_unsealed_rows_mixed_in(sealed):
     (sealed.root / "config" / "more-repeats.yaml").write_text(
         "suites:\n  golden:\n    repeats: 4\n", encoding="utf-8"
@@ -172,6 +173,7 @@ def test_f_unsealed_rows_mixed_in(sealed):
     assert "not pre-registered" in sealed.report_path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_g_lock_committed_after_first_run(sealed):
     """The run's first call predates the commit that holds the lock it claims.
 
@@ -255,6 +257,7 @@ def test_k_lock_not_committed(sealed, how):
     assert "rubric.lock is untracked or modified" in a.detail("lock committed")
 
 
+@pytest.mark.slow
 def test_l_rows_claim_an_earlier_seal_that_sealed_another_rubric(sealed):
     """Rubric v2 is chosen after an unsealed run; the rows are relabelled to the v1 seal commit
     (which predates the runs) and v2 is committed afterwards. Every row carries the current lock

@@ -78,6 +78,7 @@ def test_the_clean_build_keeps_its_design(sealed):
     assert d["design_sha256"] == _lock(sealed)["designs"][d["profile"]]["sha256"]
 
 
+@pytest.mark.slow
 def test_a_sealed_engine_never_run_fails_with_its_comparison(sealed):
     _edit_tiny(sealed, _two_engines)
     sealed.seal(TINY)
@@ -108,6 +109,7 @@ def test_the_full_sealed_design_passes_and_compares(sealed):
     assert result["suites"]["golden"]["design"]["missing_comparisons"] == []
 
 
+@pytest.mark.slow
 def test_an_engine_added_after_the_seal_is_allowed_and_labelled(sealed):
     built = json.loads(sealed.result_path.read_text(encoding="utf-8"))["suites"]["golden"]
     before = {r["family"]: r["family_size"] for _, r in _records(built["analysis"])}
@@ -145,6 +147,7 @@ def _records(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     return []
 
 
+@pytest.mark.slow
 def test_a_sealed_engine_pointed_at_another_model_fails(sealed):
     cfg = sealed.root / "config/config.yaml"
     doc = yaml.safe_load(cfg.read_text(encoding="utf-8"))
@@ -159,6 +162,7 @@ def test_a_sealed_engine_pointed_at_another_model_fails(sealed):
     )
 
 
+@pytest.mark.slow
 def test_a_changed_size_is_disclosed_with_both_values(sealed):
     _edit_tiny(sealed, lambda d: d["suites"]["golden"].update(repeats=5))
     sealed.commit("Config: two more repeats", TINY)
@@ -173,6 +177,7 @@ def test_a_changed_size_is_disclosed_with_both_values(sealed):
     ]
 
 
+@pytest.mark.slow
 def test_a_design_sealed_after_the_runs_fails(sealed):
     """Sealing the design of a profile only once its numbers are known is caught: the design was
     not in the lock at the commit the rows are bound to."""

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sealedeval.canonical import compact
 from sealedeval.store import ledger
 
@@ -48,6 +50,7 @@ def test_deleting_an_engines_runs_and_republishing_is_caught(sealed):
     assert "is in the ledger but missing" in a.detail("ledgered parts")
 
 
+@pytest.mark.slow
 def test_one_part_deleted_and_republished_is_caught(sealed):
     gone = sealed.parts()[-1]
     gone.unlink()
@@ -74,6 +77,7 @@ def test_a_part_swapped_for_another_is_caught(sealed):
     assert "differs from the ledger (edited or swapped)" in a.detail("ledgered parts")
 
 
+@pytest.mark.slow
 def test_a_part_written_by_no_run_is_caught(sealed):
     src = sealed.parts()[0]
     shutil.copy2(src, src.with_name("part-99999999T000000-injected-00000.parquet"))
@@ -155,6 +159,7 @@ def _package_copy(tmp_path: Path) -> Path:
     return site
 
 
+@pytest.mark.slow
 def test_editing_the_statistics_after_the_seal_stops_a_run(sealed, tmp_path):
     site = _package_copy(tmp_path)
     prop = site / "sealedeval/stats/_proportion.py"

@@ -34,6 +34,7 @@ def test_clean_rebuild_from_raw_alone_is_byte_identical(sealed, sealed_template)
     assert (sealed.result_path.read_bytes(), sealed.report_path.read_bytes()) == before
 
 
+@pytest.mark.slow
 def test_two_builds_in_a_row_are_identical(sealed):
     cfg = load_config(sealed.root, ["config/tiny.yaml"])
     assert build(cfg) == build(cfg)

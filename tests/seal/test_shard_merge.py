@@ -118,6 +118,7 @@ def test_a_changed_shard_count_is_a_design_change() -> None:
     assert same["parameter_changes"] == []
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_the_sealed_design_records_the_shard_plan(sharded: Project) -> None:
     lock = json.loads((sharded.root / "rubric.lock").read_text(encoding="utf-8"))
     (entry,) = [v for k, v in lock["designs"].items() if k.endswith(design.profile_key(CONFIGS))]
@@ -128,6 +129,7 @@ def test_the_sealed_design_records_the_shard_plan(sharded: Project) -> None:
     assert "shards" not in entry["suites"]["golden"]["parameters"]
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_each_shard_chains_its_own_segment_and_the_merge_records_the_root(
     sharded: Project,
 ) -> None:
@@ -158,6 +160,7 @@ def test_each_shard_chains_its_own_segment_and_the_merge_records_the_root(
     assert a.detail("design as sealed") == "sealed but never run: bloodpanel, grounding"
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_a_deleted_segment_fails_naming_the_shard(sharded: Project) -> None:
     _seg(sharded, 1).unlink()
     a = sharded.audit(configs=CONFIGS)
@@ -168,6 +171,7 @@ def test_a_deleted_segment_fails_naming_the_shard(sharded: Project) -> None:
     assert "Merkle root" in a.detail("shard merge")
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_a_duplicated_segment_fails_naming_the_shard(sharded: Project) -> None:
     shutil.copy(_seg(sharded, 0), _seg(sharded, 2))  # shard 0 twice, shard 2 gone
     a = sharded.audit(configs=CONFIGS)
@@ -177,6 +181,7 @@ def test_a_duplicated_segment_fails_naming_the_shard(sharded: Project) -> None:
     assert f"shard 0-of-{N}: present 2 times" in d
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_a_swapped_segment_fails_naming_the_shards(sharded: Project) -> None:
     a0, a1 = _seg(sharded, 0).read_bytes(), _seg(sharded, 1).read_bytes()
     _seg(sharded, 0).write_bytes(a1)
@@ -188,6 +193,7 @@ def test_a_swapped_segment_fails_naming_the_shards(sharded: Project) -> None:
     assert f"shard 1-of-{N}: {SEG}/shard-1-of-{N}.jsonl holds the entries of shard 0-of-{N}" in d
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_a_segment_planning_another_shards_keys_fails(sharded: Project) -> None:
     """A segment whose entries were re-chained under the right shard number but whose run
     planned another key set: the planned-keys hash names it."""
@@ -203,6 +209,7 @@ def test_a_segment_planning_another_shards_keys_fails(sharded: Project) -> None:
     assert f"shard 2-of-{N}: planned keys differ" in a.detail("shard merge")
 
 
+@pytest.mark.slow  # a sharded project: 3 shard runs and a publish
 def test_publish_refuses_a_broken_merge(sharded: Project) -> None:
     _seg(sharded, 1).unlink()
     sharded.publish(CONFIGS, not_as_sealed="shard 1-of-3: no segment holds it (missing)")

@@ -22,6 +22,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path / "p"
 
 
+@pytest.mark.slow
 def test_a_failing_job_says_its_one_line_with_rule_and_log(project: Path) -> None:
     since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     # not sealed yet: generate refuses
