@@ -265,4 +265,5 @@ def test_published_report_carries_the_columns_in_every_comparison_table(
     assert probes["injection"] and probes["attribute_swap"]["paired"]["family"] == "probes"
     roles = [r for e in gr.values() for r in e["roles"].values() if r.get("comparisons")]
     assert md.count(header) == 2 + len(roles)
-    assert "p Holm" in md and "MDE (power)" in md
+    # the adjusted p's column names its method per row (Holm for a sealed family, BH otherwise)
+    assert "p adjusted" in md and "Holm, of" in md and "MDE (power)" in md

@@ -293,7 +293,7 @@ def test_engine_added_after_the_seal_is_labelled_and_exploratory(
     assert len(explore) == 2 and {c["family_size"] for c in explore} == {2}
     assert all("third" in (c["a"], c["b"]) for c in explore)
     report = (root / "results/report.md").read_text(encoding="utf-8")
-    assert "(of 1)" in report and "(of 3)" not in report
+    assert "(Holm, of 1)" in report and "(BH, of 2)" in report and "of 3)" not in report
     summary = _summary(root)
     assert "third (added after the seal)" in summary
     assert "Engines added after the seal: third" in summary
