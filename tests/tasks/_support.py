@@ -95,3 +95,17 @@ def arith_suite(**over: Any) -> dict[str, Any]:
         "graders": [{"name": "exact"}],
         "engines": ["reference"],
     } | over
+
+
+def plan_requests(
+    suite: Any, cfg: Any, engine: Any, seed: int, *, items: Any = None, model: str = "m"
+) -> list[Any]:
+    """The requests ``suite`` plans for ``engine`` (its items generated at ``seed`` unless given):
+    what the run stage asks the suite, in one call."""
+    from sealedeval.plugins import GenerateContext, RequestContext
+
+    if items is None:
+        items = suite.generate(GenerateContext(cfg=cfg, seed=seed))
+    return list(
+        suite.requests(RequestContext(cfg=cfg, items=items, engine=engine, model=model, seed=seed))
+    )

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAI
-from tests.tasks._support import ARITH, arith_suite, cli, git, project, write_jsonl
+from tests.tasks._support import ARITH, arith_suite, cli, git, plan_requests, project, write_jsonl
 
 from sealedeval.config import Config, EngineConfig, load_config
 from sealedeval.engines.base import Capabilities, Completion, Request, engine_kind
 from sealedeval.errors import UserError
-from sealedeval.plugins import GenerateContext, RequestContext, get_suite, suite_info
+from sealedeval.plugins import GenerateContext, get_suite, suite_info
 from sealedeval.run.solvers import SolveResult
 from sealedeval.seal import lock
 from sealedeval.suites.tasks import TasksSuite
@@ -47,7 +47,7 @@ def _suite(root: Path, **over: Any) -> tuple[TasksSuite, Config]:
 def test_keys_and_seeds_are_fixed_and_distinct(tmp_path: Path) -> None:
     suite, cfg = _suite(tmp_path, repeats=3, temperature=0.8, system="Be brief.", stop=["\n"])
     items = suite.generate(GenerateContext(cfg=cfg, seed=42))
-    reqs = suite.requests(RequestContext(cfg=cfg, items=items, engine=CHAT, model="m", seed=42))
+    reqs = plan_requests(suite, cfg, CHAT, 42, items=items)
     assert len(reqs) == 36 and len({r.request_key for r in reqs}) == 36
     assert len({r.params["seed"] for r in reqs}) == 36
     assert reqs[0].messages == (
@@ -60,30 +60,14 @@ def test_keys_and_seeds_are_fixed_and_distinct(tmp_path: Path) -> None:
         "seed": reqs[0].seed,
         "stop": ["\n"],
     }
-    again = suite.requests(
-        RequestContext(
-            cfg=cfg,
-            items=suite.generate(GenerateContext(cfg=cfg, seed=42)),
-            engine=CHAT,
-            model="m",
-            seed=42,
-        )
-    )
+    again = plan_requests(suite, cfg, CHAT, 42)
     assert [r.request_key for r in again] == [r.request_key for r in reqs]
-    other = suite.requests(
-        RequestContext(
-            cfg=cfg,
-            items=suite.generate(GenerateContext(cfg=cfg, seed=43)),
-            engine=CHAT,
-            model="m",
-            seed=43,
-        )
-    )  # another rubric hash
+    other = plan_requests(suite, cfg, CHAT, 43)  # another rubric hash
     assert {r.params["seed"] for r in other}.isdisjoint({r.params["seed"] for r in reqs})
     # a suite seed draws fresh samples without touching the items
     s2, _ = _suite(tmp_path, repeats=3, temperature=0.8, system="Be brief.", stop=["\n"], seed=7)
     assert s2.generate(GenerateContext(cfg=cfg, seed=42)) == items
-    fresh = s2.requests(RequestContext(cfg=cfg, items=items, engine=CHAT, model="m", seed=42))
+    fresh = plan_requests(s2, cfg, CHAT, 42, items=items)
     assert {r.params["seed"] for r in fresh}.isdisjoint({r.params["seed"] for r in reqs})
 
 
@@ -91,9 +75,7 @@ def test_limit_and_templates(tmp_path: Path) -> None:
     suite, cfg = _suite(tmp_path, limit=3, prompt='{{input}} = {input}; JSON: {"x": 1}')
     items = suite.generate(GenerateContext(cfg=cfg, seed=1))
     assert [i["id"] for i in items] == ["q01", "q02", "q03"]
-    [first, *_] = suite.requests(
-        RequestContext(cfg=cfg, items=items, engine=CHAT, model="m", seed=1)
-    )
+    [first, *_] = plan_requests(suite, cfg, CHAT, 1, items=items)
     assert first.messages[-1]["content"] == '{input} = 1 + 4; JSON: {"x": 1}'
 
 
@@ -103,15 +85,11 @@ def test_response_format_only_for_engines_that_declare_json_schema(tmp_path: Pat
         tmp_path, graders=[{"name": "json_schema", "schema": schema, "response_format": True}]
     )
     items = suite.generate(GenerateContext(cfg=cfg, seed=1))
-    ref = suite.requests(
-        RequestContext(cfg=cfg, items=items, engine=REF, model="reference", seed=1)
+    ref = plan_requests(
+        suite, cfg, REF, 1, items=items, model="reference"
     )  # the reference declares json_schema
-    chat = suite.requests(
-        RequestContext(cfg=cfg, items=items, engine=CHAT, model="m", seed=1)
-    )  # so does openai_chat
-    plain = suite.requests(
-        RequestContext(cfg=cfg, items=items, engine=PLAIN, model="m", seed=1)
-    )  # this kind does not
+    chat = plan_requests(suite, cfg, CHAT, 1, items=items)  # so does openai_chat
+    plain = plan_requests(suite, cfg, PLAIN, 1, items=items)  # this kind does not
     assert ref[0].params["response_format"]["json_schema"]["schema"] == schema
     assert chat[0].params["response_format"] == ref[0].params["response_format"]
     assert "response_format" not in plain[0].params
@@ -131,7 +109,7 @@ def test_agent_over_files_follows_the_engine_tool_protocol(tmp_path: Path) -> No
         agent={"max_steps": 3, "tools": ["read_file", "grep"]},
     )
     items = suite.generate(GenerateContext(cfg=cfg, seed=1))
-    native = suite.requests(RequestContext(cfg=cfg, items=items, engine=CHAT, model="m", seed=1))[0]
+    native = plan_requests(suite, cfg, CHAT, 1, items=items)[0]
     assert native.solver == "agent" and [t["function"]["name"] for t in native.tools] == [
         "read_file",
         "grep",
@@ -145,7 +123,7 @@ def test_agent_over_files_follows_the_engine_tool_protocol(tmp_path: Path) -> No
         "self_consistency": 1,
     }
     as_json = EngineConfig(name="chat", kind="openai_chat", extra={"tool_protocol": "json"})
-    j = suite.requests(RequestContext(cfg=cfg, items=items, engine=as_json, model="m", seed=1))[0]
+    j = plan_requests(suite, cfg, as_json, 1, items=items)[0]
     assert j.tools == () and '{"action": ...' in j.messages[0]["content"]
     assert j.messages[0]["content"].startswith("Use the files.")
     assert "docs/**/*" in suite.rubric_inputs()[2]
@@ -156,29 +134,13 @@ def test_files_render_into_templates(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/a.txt").write_text("alpha\n")
     suite, cfg = _suite(tmp_path, files="docs", prompt="{files}\n\nQ: {input}")
-    [r, *_] = suite.requests(
-        RequestContext(
-            cfg=cfg,
-            items=suite.generate(GenerateContext(cfg=cfg, seed=1)),
-            engine=CHAT,
-            model="m",
-            seed=1,
-        )
-    )
+    [r, *_] = plan_requests(suite, cfg, CHAT, 1)
     assert r.messages[-1]["content"] == "=== a.txt (6 bytes) ===\nalpha\n\nQ: 1 + 4"
 
 
 def test_self_consistency_votes_the_modal_answer(tmp_path: Path) -> None:
     suite, cfg = _suite(tmp_path, solver="self_consistency", samples=5, temperature=0.9)
-    [req, *_] = suite.requests(
-        RequestContext(
-            cfg=cfg,
-            items=suite.generate(GenerateContext(cfg=cfg, seed=1)),
-            engine=CHAT,
-            model="m",
-            seed=1,
-        )
-    )
+    [req, *_] = plan_requests(suite, cfg, CHAT, 1)
     assert req.solver == "self_consistency"
     assert req.params["self_consistency"] == {"samples": 5, "keep_truncated": True}
     replies = iter(["5", "6", " 5.", "7", "5"])
@@ -383,15 +345,7 @@ def test_a_reply_cut_at_max_tokens_is_an_answer_unless_configured_otherwise(
     from sealedeval.suites.tasks.solvers import tasks_answer
 
     suite, cfg = _suite(tmp_path)
-    [req, *_] = suite.requests(
-        RequestContext(
-            cfg=cfg,
-            items=suite.generate(GenerateContext(cfg=cfg, seed=1)),
-            engine=CHAT,
-            model="m",
-            seed=1,
-        )
-    )
+    [req, *_] = plan_requests(suite, cfg, CHAT, 1)
     assert req.solver == "tasks_answer"
     body = {"usage": {"prompt_tokens": 7, "completion_tokens": 16}}
 
@@ -411,28 +365,9 @@ def test_a_reply_cut_at_max_tokens_is_an_answer_unless_configured_otherwise(
     with pytest.raises(EngineError, match="503"):  # other errors stay errors (and are retried)
         asyncio.run(tasks_answer(None, req, down))  # type: ignore[arg-type]
     strict, _ = _suite(tmp_path, truncated="error")
-    assert (
-        strict.requests(
-            RequestContext(
-                cfg=cfg,
-                items=strict.generate(GenerateContext(cfg=cfg, seed=1)),
-                engine=CHAT,
-                model="m",
-                seed=1,
-            )
-        )[0].solver
-        == "single"
-    )
+    assert plan_requests(strict, cfg, CHAT, 1)[0].solver == "single"
     sc, _ = _suite(tmp_path, solver="self_consistency", samples=3)
-    [r3, *_] = sc.requests(
-        RequestContext(
-            cfg=cfg,
-            items=sc.generate(GenerateContext(cfg=cfg, seed=1)),
-            engine=CHAT,
-            model="m",
-            seed=1,
-        )
-    )
+    [r3, *_] = plan_requests(sc, cfg, CHAT, 1)
     assert r3.params["self_consistency"] == {"samples": 3, "keep_truncated": True}
     res = asyncio.run(self_consistency(None, r3, cut))  # type: ignore[arg-type]
     assert res.completion.output_text == "To find 9 times" and res.tokens_out == 48
