@@ -153,7 +153,9 @@ print(json.dumps({"build_s": dt, "phases": phases, "bytes": len(text), "rss_mb":
 )
 
 
-def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> int:
+def generate(
+    root: Path, n: int, per_part: int, row_group: int, render: int, distinct: bool = False
+) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
     import yaml
@@ -230,6 +232,8 @@ def generate(root: Path, n: int, per_part: int, row_group: int, render: int) -> 
         cols: dict[str, list[object]] = {c: [] for c in RAW_SCHEMA.names}
         for j, (r, key, repeat) in enumerate(chunk, start):
             text = p.suite.reference_answer(r)
+            if distinct and not text.startswith("{"):  # every plain answer its own text
+                text = f"{text} (#{j})"
             m = msg_cache.setdefault(id(r.messages), compact(list(r.messages)))
             # As a real run stores them: a response body with its own id and usage, and
             # per-row timestamps and latency (so no column is artificially constant).
@@ -322,13 +326,18 @@ def main() -> int:
     ap.add_argument("--build-max", type=int, default=10_000_000, help="full build only up to N")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--distinct-answers",
+        action="store_true",
+        help="every plain answer its own text (no two rows graded alike: the graders' worst case)",
+    )
     a = ap.parse_args()
     from tests.projects import make_project
 
     tmp = Path(tempfile.mkdtemp(prefix="sealedeval-scale-"))
     root = make_project(tmp / "proj")
     t0 = time.perf_counter()
-    rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render)
+    rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render, a.distinct_answers)
     gen_s = time.perf_counter() - t0
     disk = sum(f.stat().st_size for f in (root / "results/raw").rglob("*.parquet"))
     print(

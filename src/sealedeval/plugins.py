@@ -179,6 +179,11 @@ class SuiteHooks(Protocol):
     - ``iter_grade(ctx: GradeContext)``: ``grade``'s rows yielded one at a time; the grade stage
       streams them into columns when present (a million golden answers as four million dicts
       were most of the 1M-row build's 5.6 GB peak).
+    - ``grade_table(ctx: GradeContext)``: the graded rows as a table built column-wise
+      (``stages.grade.GradedTable``: each row its raw row's index and a ``Verdict``), for a
+      suite whose graded rows keep their raw row's identity; preferred over ``iter_grade`` and
+      ``grade`` when present (no dict per graded row: golden's grade stage at a million
+      answers).
     - ``run_after(engine)``: the engines whose runs this engine's run must follow (a judge
       grades their answers).
     - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
@@ -198,6 +203,8 @@ class SuiteHooks(Protocol):
     def followup_requests(self, ctx: FollowupContext) -> list[Request]: ...
 
     def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]: ...
+
+    def grade_table(self, ctx: GradeContext) -> Sequence[Row]: ...
 
     def run_after(self, engine: str) -> list[str]: ...
 
@@ -223,6 +230,7 @@ CONTEXTS: Mapping[str, type] = {
     "analyze": AnalyzeContext,
     "followup_requests": FollowupContext,
     "iter_grade": GradeContext,
+    "grade_table": GradeContext,
     "scorecards": ScorecardContext,
     "regrade": RegradeContext,
 }
@@ -241,6 +249,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
 HOOKS: Mapping[str, tuple[str, ...]] = {
     "followup_requests": ("ctx",),
     "iter_grade": ("ctx",),
+    "grade_table": ("ctx",),
     "run_after": ("engine",),
     "config_schema": (),
     "report_sections": ("section",),
@@ -260,6 +269,7 @@ _POSITIONAL: Mapping[str, tuple[str, ...]] = {
     "analyze": ("cfg", "items", "graded", "rows"),
     "followup_requests": ("cfg", "items", "engine", "model", "seed", "rows"),
     "iter_grade": ("cfg", "items", "rows"),
+    "grade_table": ("cfg", "items", "rows"),
     "scorecards": ("graded", "section"),
     "regrade": ("root", "profile", "fmt", "path"),
 }
@@ -360,6 +370,9 @@ class SuiteBase:
 
     def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
         return iter(())
+
+    def grade_table(self, ctx: GradeContext) -> Sequence[Row]:
+        raise NotImplementedError  # a placeholder: ``hook()`` finds no hook here
 
     def run_after(self, engine: str) -> list[str]:
         return []

@@ -404,6 +404,20 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             return self
         cols = [self.columns[self.colpos[k]] for k in keys]
         order: Sequence[int]
+        ranked = _ranked_codes(cols)
+        if ranked is not None:
+            import numpy as np
+
+            positions_ = np.lexsort(ranked[::-1])  # stable; the last key is the primary one
+            if bool((positions_ == np.arange(self._n)).all()):
+                return self  # already in order (a suite that builds its table sorted)
+            order = array("q", positions_.astype("int64", copy=False).tobytes())
+        else:
+            order = self._arrow_order(cols)
+        return self._take_all(order)
+
+    def _arrow_order(self, cols: Sequence[Sequence[Any]]) -> Sequence[int]:
+        order: Sequence[int]
         try:  # Arrow sorts strings by code point, as Python does, and stably
             import pyarrow.compute as pc
 
@@ -416,6 +430,9 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             order = array("q", idx.to_numpy().astype("int64", copy=False).tobytes())
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # not strings: Python's sort
             order = sorted(range(self._n), key=lambda i: tuple(c[i] for c in cols))
+        return order
+
+    def _take_all(self, order: Sequence[int]) -> GradedRows:
         sigs = None
         if self._sigs is not None:
             sigs = ([self._sigs[i] for i in order], self._sig_keys)
@@ -438,6 +455,23 @@ class GradedRows(Sequence[Mapping[str, Any]]):
 
     def column(self, name: str) -> Sequence[Any]:
         return self.columns[self.colpos[name]]
+
+    def with_constants(self, values: Mapping[str, Any]) -> GradedRows:
+        """These rows with each of ``values`` as a column holding that value on every row
+        (``{**row, **values}`` per row, as ``from_rows``' ``extra``)."""
+        if not self._n:
+            return self
+        zeros: array[int] = array("I", bytes(4 * self._n))
+        names, columns = list(self.names), list(self.columns)
+        for k, v in values.items():
+            one = Coded.build([v])
+            col = Coded(zeros, one.values) if isinstance(one, Coded) else [v] * self._n
+            if k in self.colpos:
+                columns[self.colpos[k]] = col
+            else:
+                names.append(k)
+                columns.append(col)
+        return GradedRows(names, columns, self._n)
 
     def __len__(self) -> int:
         return self._n
@@ -475,6 +509,33 @@ class GradedRows(Sequence[Mapping[str, Any]]):
 
     def __repr__(self) -> str:
         return f"GradedRows({self._n} rows, columns {self.names})"
+
+
+def _ranked_codes(cols: Sequence[Sequence[Any]]) -> list[Any] | None:
+    """Per sort key column, each row's rank among the column's values (numpy), when every
+    key column is ``Coded`` over strings only; else None (the general sort applies).
+
+    Sorting the few distinct values in Python (code point order, as Arrow and ``sorted``)
+    and the rows by their integer ranks spares building string arrays of millions of rows."""
+    import numpy as np
+
+    out = []
+    for c in cols:
+        if not isinstance(c, Coded) or any(type(v) is not str for v in c.values):
+            return None
+        distinct = sorted(set(c.values))
+        rank = {v: r for r, v in enumerate(distinct)}
+        by_code = np.fromiter((rank[v] for v in c.values), dtype=np.int64, count=len(c.values))
+        out.append(by_code[np.frombuffer(c.codes, dtype=np.uint32)])
+    return out
+
+
+def graded_column(graded: Sequence[Mapping[str, Any]], name: str) -> Sequence[Any]:
+    """``[g[name] for g in graded]``: the column itself (no copy: do not change it) when
+    ``graded`` is a ``GradedRows``, else the values gathered row by row."""
+    if isinstance(graded, GradedRows):
+        return graded.column(name)
+    return [g[name] for g in graded]
 
 
 def _taken(column: Sequence[Any], order: Sequence[int], positions: Any) -> Sequence[Any]:

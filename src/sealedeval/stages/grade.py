@@ -6,12 +6,15 @@ version beside the grader and its version, so a graded file says what produced e
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sealedeval.config import Config
 from sealedeval.plugins import GradeContext, Suite, hook, suite_info
-from sealedeval.stages.artifacts import GradedRows
+from sealedeval.stages.artifacts import Coded, GradedRows
+from sealedeval.store.raw import record_column
 
 BASE_COLUMNS = (
     "request_key",
@@ -69,6 +72,82 @@ def graded_row(
     }
 
 
+class Verdict(NamedTuple):
+    """One grader's verdict on one raw row: the part of a graded row that is not the raw
+    row's identity (``graded_row`` without ``raw``; ``details`` as canonical JSON text)."""
+
+    grader: str
+    grader_version: str
+    score: float | None
+    passed: bool
+    category: str
+    details: str
+
+
+IDENTITY_COLUMNS = BASE_COLUMNS[:6]
+"""The columns a graded row takes from its raw row (key, engine, item, condition, repeat,
+status); the rest are the ``Verdict``."""
+
+
+def _verdict_key(v: Verdict) -> tuple[Any, ...]:
+    """Equal verdicts share one code: by value, but -0.0, NaN, 1 and 1.0 kept apart (a coded
+    column must give each row back its own value, ``artifacts._CODABLE``)."""
+    s = v.score
+    score = (type(s), math.copysign(1.0, s) if isinstance(s, float) else 0, repr(s))
+    return (v.grader, v.grader_version, score, type(v.passed), v.passed, v.category, v.details)
+
+
+class GradedTable:
+    """A graded table built column-wise, one raw row at a time: each graded row is stored as
+    its raw row's index (the identity columns are the raw columns themselves) and a code into
+    the distinct verdicts, 8 bytes a row. A suite whose graded rows keep their raw row's
+    identity builds its table here (the ``grade_table`` hook) instead of yielding a dict per
+    row: at a million answers golden's four million graded dicts were most of the grade
+    stage's time and memory (``benchmarks/scale.py``).
+
+    Rows must come in canonical order (``ORDER``: raw rows in ``latest_records``' (engine,
+    key) order, each row's verdicts by grader name) for the stage's sort to find nothing to
+    do; any order is correct."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._rows = rows
+        self._raw: array[int] = array("I")
+        self._codes: array[int] = array("I")
+        self._index: dict[tuple[Any, ...], int] = {}
+        self._verdicts: list[Verdict] = []
+
+    def code(self, verdict: Verdict) -> int:
+        """The verdict's code (a suite may cache codes: ``add_codes``)."""
+        key = _verdict_key(verdict)
+        code = self._index.get(key)
+        if code is None:
+            code = self._index[key] = len(self._verdicts)
+            self._verdicts.append(verdict)
+        return code
+
+    def add(self, i: int, verdicts: Sequence[Verdict]) -> None:
+        """Graded rows for raw row ``i``, one per verdict, in this order."""
+        self.add_codes(i, [self.code(v) for v in verdicts])
+
+    def add_codes(self, i: int, codes: Sequence[int]) -> None:
+        self._raw.extend([i] * len(codes))
+        self._codes.extend(codes)
+
+    def done(self) -> GradedRows:
+        n = len(self._raw)
+        if n == 0:
+            return GradedRows([], [], 0)
+        columns: list[Sequence[Any]] = []
+        for name in IDENTITY_COLUMNS:
+            values = record_column(self._rows, name)
+            if name == "repeat" and set(map(type, values)) - {int}:
+                values = [int(v) for v in values]
+            columns.append(Coded(self._raw, list(values)))
+        for j in range(len(Verdict._fields)):
+            columns.append(Coded(self._codes, [v[j] for v in self._verdicts]))
+        return GradedRows(BASE_COLUMNS, columns, n)
+
+
 ORDER = ("engine", "request_key", "grader")
 """The canonical order of graded rows (a stable sort: a suite's order within a key stays)."""
 
@@ -84,9 +163,16 @@ def grade(
     The suite may return a list or yield its rows one at a time; they are taken into columns
     as they come (``GradedRows``), so a million raw rows never exist as millions of dicts."""
     version = str(suite_info(suite.name, cfg)["version"])
+    ctx = GradeContext(cfg=cfg, items=items, rows=rows)
+    table = hook(suite, "grade_table")
+    if table is not None:
+        built = table(ctx)
+        if not isinstance(built, GradedRows):
+            raise ValueError(f"suite {suite.name}: grade_table returned no GradedTable result")
+        provenance = {"suite": suite.name, "suite_version": version}
+        return built.with_constants(provenance).sorted_by(ORDER)
 
     def checked() -> Iterator[Mapping[str, Any]]:
-        ctx = GradeContext(cfg=cfg, items=items, rows=rows)
         for g in (hook(suite, "iter_grade") or suite.grade)(ctx):
             if not g.keys() >= _BASE:
                 missing = [c for c in BASE_COLUMNS if c not in g]

@@ -536,4 +536,29 @@ def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> list[R
     )
     final = chosen[np.asarray(pc.sort_indices(by, [("e", "ascending"), ("k", "ascending")]))]
     cols = _LatestColumns(paths, [tb.num_rows for tb in tables], final, full or None)
-    return [LatestRecord(cols, i) for i in range(len(final))]
+    return LatestRows(cols, len(final))
+
+
+class LatestRows(list[RawRecord]):
+    """``latest_records``' rows: a list of ``LatestRecord``s that also hands out a whole
+    column (``record_column``), so a suite that reads one field of every row at a million
+    rows takes the shared column list instead of a million single-cell lookups."""
+
+    def __init__(self, columns: _LatestColumns, n: int) -> None:
+        super().__init__(LatestRecord(columns, i) for i in range(n))
+        self.latest_columns = columns
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        """Rows and columns stay aligned: a changed list would hand out the wrong column."""
+        raise TypeError("latest rows are read-only; copy them first (list(rows))")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+
+
+def record_column(rows: Sequence[Mapping[str, Any]], name: str) -> Sequence[Any]:
+    """``[r[name] for r in rows]``: the shared column itself (no copy: do not change it) when
+    ``rows`` are ``latest_records``' own, else the values gathered row by row."""
+    if isinstance(rows, LatestRows) and name in _INDEX:
+        return rows.latest_columns.column(_INDEX[name])
+    return [r[name] for r in rows]

@@ -137,10 +137,16 @@ def greedy_table(
 
 
 def repeats_table(
-    rows: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]], n_runs: int
+    rows: Sequence[Mapping[str, Any]],
+    graded: Sequence[Mapping[str, Any]],
+    n_runs: int,
+    *,
+    cat_of: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs."""
-    cat_of = {g["request_key"]: g["category"] for g in graded}
+    """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs. The category
+    per request key is read off ``graded``, or given as ``cat_of`` (the analysis has it)."""
+    if cat_of is None:
+        cat_of = {g["request_key"]: g["category"] for g in graded}
     per_run = [0] * n_runs
     trials: dict[str, list[bool]] = defaultdict(list)
     n_error = 0

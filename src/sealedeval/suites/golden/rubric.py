@@ -20,7 +20,9 @@ from sealedeval.canonical import compact
 from sealedeval.graders import graders
 from sealedeval.graders import judge as _judge  # noqa: F401  (registers the judge grader)
 from sealedeval.graders.abstention import is_abstention
-from sealedeval.stages.grade import graded_row
+from sealedeval.stages.artifacts import GradedRows
+from sealedeval.stages.grade import GradedTable, Verdict, graded_row
+from sealedeval.store.raw import record_column
 
 GRADERS = ("regex", "exact", "facts", "abstention")
 
@@ -31,6 +33,46 @@ def category(task: Mapping[str, Any], regex_pass: bool, answer: str) -> str:
     if task["category"] != "abstain" and is_abstention(answer):
         return "abstained"
     return "wrong"
+
+
+ERROR = Verdict("-", "-", 0.0, False, "error", "{}")
+"""A row whose call failed: one graded row, never a model failure."""
+
+MEMO_MAX = 65_536
+"""Distinct (task, answer, judge reply) verdict lists kept while grading (then cleared): the
+graders are pure functions of these, and answers repeat (a task's greedy answer in every
+branch run, short answers across samples)."""
+
+
+def grade_answer(task: Mapping[str, Any], answer: str, judged: str | None) -> list[Verdict]:
+    """Every grader's verdict on one answer, in ``GRADERS`` order (+ ``judge`` when a judge
+    replied); the category comes from the regex grader and the abstention check."""
+    regex_pass = graders.get("regex")(task, answer).passed
+    cat = category(task, regex_pass, answer)
+    names = [*GRADERS, "judge"] if judged is not None else list(GRADERS)
+    out = []
+    for name in names:
+        g = graders.get(name)
+        res = g(dict(task) | {"judge_output": judged or ""}, answer)
+        details = compact(dict(res.details))
+        out.append(Verdict(g.name, g.version, res.score, res.passed, cat, details))
+    return out
+
+
+def _task(
+    tasks: Mapping[str, Mapping[str, Any]],
+    swap_tasks: Mapping[str, Mapping[str, Mapping[str, Any]]] | None,
+    cond: str,
+    item: str,
+) -> Mapping[str, Any]:
+    if cond.startswith("probe/swap/"):
+        return (swap_tasks or {})[cond.rsplit("/", 1)[1]][item]
+    return tasks[item]
+
+
+def _graded(cond: str) -> bool:
+    """Judge calls and contamination probes are not answers: no graded rows."""
+    return not cond.startswith(("judge/", "probe/contamination/"))
 
 
 def grade_rows(
@@ -52,43 +94,56 @@ def iter_rows(
     swap_tasks: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     verdicts: Mapping[tuple[str, str, str, int], str] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """``grade_rows``'s rows one at a time: the grade stage takes them into columns as they
-    come, so a million answers are never four million dicts at once."""
+    """``grade_rows``' rows one at a time (graders in ``GRADERS`` order, then ``judge``)."""
+    replies = verdicts or {}
     for r in rows:
         cond = str(r["condition"])
-        if cond.startswith(("judge/", "probe/contamination/")):
+        if not _graded(cond):
             continue
-        if cond.startswith("probe/swap/"):
-            task = (swap_tasks or {})[cond.rsplit("/", 1)[1]][r["item_id"]]
-        else:
-            task = tasks[r["item_id"]]
+        task = _task(tasks, swap_tasks, cond, r["item_id"])
         if r["status"] != "ok":
-            yield graded_row(
-                r,
-                grader="-",
-                grader_version="-",
-                score=0.0,
-                passed=False,
-                category="error",
-                details="{}",
-            )
+            yield graded_row(r, **ERROR._asdict())
             continue
-        answer = r["output_text"] or ""
-        regex_pass = graders.get("regex")(task, answer).passed
-        cat = category(task, regex_pass, answer)
-        names = list(GRADERS)
-        judged = (verdicts or {}).get((r["engine"], cond, r["item_id"], int(r["repeat"])))
-        if judged is not None:
-            names.append("judge")
-        for name in names:
-            g = graders.get(name)
-            res = g(dict(task) | {"judge_output": judged or ""}, answer)
-            yield graded_row(
-                r,
-                grader=g.name,
-                grader_version=g.version,
-                score=res.score,
-                passed=res.passed,
-                category=cat,
-                details=compact(dict(res.details)),
-            )
+        judged = replies.get((r["engine"], cond, r["item_id"], int(r["repeat"])))
+        for v in grade_answer(task, r["output_text"] or "", judged):
+            yield graded_row(r, **v._asdict())
+
+
+def table(
+    tasks: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    swap_tasks: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    verdicts: Mapping[tuple[str, str, str, int], str] | None = None,
+) -> GradedRows:
+    """``grade_rows``' rows as a column-wise table (``GradedTable``), each raw row's verdicts
+    in grader-name order (the canonical order: the stage's sort then moves nothing), equal
+    answers to a task graded once (``MEMO_MAX``)."""
+    out = GradedTable(rows)
+    error = [out.code(ERROR)]
+    memo: dict[tuple[int, str, str | None], list[int]] = {}
+    replies = verdicts or {}
+    conds, items, status, answers = (
+        record_column(rows, c) for c in ("condition", "item_id", "status", "output_text")
+    )
+    engines = record_column(rows, "engine") if replies else ()
+    repeats = record_column(rows, "repeat") if replies else ()
+    for i, cond in enumerate(conds):
+        if not _graded(cond):
+            continue
+        task = _task(tasks, swap_tasks, cond, items[i])
+        if status[i] != "ok":
+            out.add_codes(i, error)
+            continue
+        answer = answers[i] or ""
+        judged = replies.get((engines[i], cond, items[i], int(repeats[i]))) if replies else None
+        key = (id(task), answer, judged)
+        codes = memo.get(key)
+        if codes is None:
+            ranked = sorted(grade_answer(task, answer, judged), key=lambda v: v.grader)
+            codes = [out.code(v) for v in ranked]
+            if len(memo) >= MEMO_MAX:
+                memo.clear()
+            memo[key] = codes
+        out.add_codes(i, codes)
+    return out.done()

@@ -30,8 +30,10 @@ from sealedeval.plugins import (
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
 from sealedeval.seal.design import added_engines, to_exploratory
+from sealedeval.stages.artifacts import GradedRows, graded_column
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
+from sealedeval.store.raw import record_column
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
 from sealedeval.suites.golden.items import (
     load_attribute_swap,
@@ -151,7 +153,24 @@ class GoldenSuite:
 
     def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
         """``grade``'s rows one at a time (the optional hook the grade stage streams)."""
+        tasks, swap, verdicts = self._grade_inputs(ctx)
+        return rubric.iter_rows(tasks, ctx.rows, swap_tasks=swap, verdicts=verdicts)
+
+    def grade_table(self, ctx: GradeContext) -> GradedRows:
+        """The same rows as a column-wise table (what the grade stage uses)."""
+        tasks, swap, verdicts = self._grade_inputs(ctx)
+        return rubric.table(tasks, ctx.rows, swap_tasks=swap, verdicts=verdicts)
+
+    def _grade_inputs(
+        self, ctx: GradeContext
+    ) -> tuple[
+        dict[str, Any], dict[str, dict[str, Any]] | None, dict[tuple[str, str, str, int], str]
+    ]:
+        """The tasks by id, the attribute-swap variants' tasks (when swap rows are present)
+        and the judge's replies on answers, by (engine, answer condition, item, repeat)."""
         cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
+        conds = record_column(rows, "condition")
+        judged = [i for i, c in enumerate(conds) if c.startswith("judge/transcript/")]
         verdicts = {
             (
                 r["engine"],
@@ -159,16 +178,14 @@ class GoldenSuite:
                 r["item_id"],
                 int(r["repeat"]),
             ): r["output_text"] or ""
-            for r in rows
-            if r["condition"].startswith("judge/transcript/") and r["status"] == "ok"
+            for r in (rows[i] for i in judged)
+            if r["status"] == "ok"
         }
         swap = None
-        if any(r["condition"].startswith("probe/swap/") for r in rows):
+        if any(c.startswith("probe/swap/") for c in conds):
             sw = load_attribute_swap(cfg.root, load_files(cfg.root))
             swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
-        return rubric.iter_rows(
-            {i["id"]: i for i in items}, rows, swap_tasks=swap, verdicts=verdicts
-        )
+        return {i["id"]: i for i in items}, swap, verdicts
 
     def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
         cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
@@ -180,27 +197,51 @@ class GoldenSuite:
         engines: dict[str, Any] = {}
         metrics: list[Metric] = []
         correct: dict[str, dict[str, bool]] = defaultdict(dict)
-        for eng in sorted({r["engine"] for r in rows}):
-            erows = [r for r in rows if r["engine"] == eng]
-            keys = {r["request_key"] for r in erows}
-            egraded = [g for g in graded if g["request_key"] in keys]
-            cat_of = {g["request_key"]: g["category"] for g in egraded}
+        # Columns first, rows only where a table reads them: at a million answers a pass over
+        # every row per table was most of the analysis (``benchmarks/scale.py``).
+        ecol, ccol, kcol = (record_column(rows, c) for c in ("engine", "condition", "request_key"))
+        kind = {c: design.condition_kind(c) for c in set(ccol)}
+        cat_by_engine: dict[str, dict[str, str]] = defaultdict(dict)
+        gkey = graded_column(graded, "request_key")
+        for e, k, c in zip(
+            graded_column(graded, "engine"), gkey, graded_column(graded, "category"), strict=True
+        ):
+            cat_by_engine[e][k] = c
+        main_keys = {
+            kcol[i] for i, c in enumerate(ccol) if kind[c] == "answer" and c.endswith("/main")
+        }
+        main_graded: dict[str, list[int]] = defaultdict(list)  # graded positions, in order
+        for j, k in enumerate(gkey):
+            if k in main_keys:
+                main_graded[graded[j]["engine"]].append(j)
+        for eng in sorted(set(ecol)):
+            idx = [i for i, e in enumerate(ecol) if e == eng]
+            erows = [rows[i] for i in idx]
+            cat_of = cat_by_engine[eng]
+            egraded = [graded[j] for j in main_graded[eng]]  # the main answers' graded rows
             counts = status_counts(erows)
-            answers = [r for r in erows if design.condition_kind(r["condition"]) == "answer"]
-            present = sorted({design.split_condition(r["condition"])[0] for r in answers})
-            labelled = judging.calibration_labels(cfg.root, erows)
+            answers = [rows[i] for i in idx if kind[ccol[i]] == "answer"]
+            by_cond: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+            for i in idx:
+                if kind[ccol[i]] == "answer":
+                    by_cond[ccol[i]].append(rows[i])
+            jrows = [rows[i] for i in idx if kind[ccol[i]] == "judge"]
+            prows = [rows[i] for i in idx if kind[ccol[i]] == "probe"]
+            mains = [r for c, rs in by_cond.items() if c.endswith("/main") for r in rs]
+            present = sorted({design.split_condition(c)[0] for c in by_cond})
+            labelled = judging.calibration_labels(cfg.root, jrows)
             branch_out: dict[str, Any] = {}
             branch_correct: dict[str, dict[str, bool]] = {}
             for bname in present:
-                main = [r for r in answers if r["condition"] == f"{bname}/main"]
-                sample = [r for r in answers if r["condition"] == f"{bname}/sample"]
+                main = by_cond.get(f"{bname}/main", [])
+                sample = by_cond.get(f"{bname}/sample", [])
                 n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
                 b = all_branches.get(bname)
                 entry: dict[str, Any] = {
                     "spec": b.describe() if b else {"solver": "unknown"},
                     "main": plan.greedy_table(tasks, main, egraded),
                     "judge": plan.judge_column(main, egraded, labelled),
-                    "repeats": plan.repeats_table(sample, egraded, n_runs),
+                    "repeats": plan.repeats_table(sample, (), n_runs, cat_of=cat_of),
                 }
                 if b is not None and b.tools:
                     entry["agent"] = plan.agent_table(main + sample, cat_of)
@@ -212,18 +253,18 @@ class GoldenSuite:
                 }
             if base in branch_correct:
                 correct[eng] = branch_correct[base]
-            base_main = [r for r in answers if r["condition"] == f"{base}/main"]
+            base_main = by_cond.get(f"{base}/main", [])
             engines[eng] = {
-                "model": erows[0]["model"],
+                "model": rows[idx[0]]["model"],
                 **counts,  # n_total, n_ok, n_error, errors_by_kind
                 "complete": counts["n_error"] == 0,
                 "branches": branch_out,
                 "branch_comparisons": plan.branch_comparisons(branch_correct, eng),
-                "judge": judging.judge_analysis(cfg.root, scfg, erows, tasks),
+                "judge": judging.judge_analysis(cfg.root, scfg, jrows, tasks),
                 "probes": {
-                    "injection": probing.injection_analysis(cfg.root, erows, tasks, files),
-                    "attribute_swap": probing.swap_analysis(cfg.root, erows, files),
-                    "contamination": probing.contamination_analysis(cfg.root, erows),
+                    "injection": probing.injection_analysis(cfg.root, prows + mains, tasks, files),
+                    "attribute_swap": probing.swap_analysis(cfg.root, prows, files),
+                    "contamination": probing.contamination_analysis(cfg.root, prows),
                 },
                 "top_transcripts": plan.top_transcripts(tasks, answers, cat_of),
                 "items": {
@@ -234,7 +275,7 @@ class GoldenSuite:
                     for r in sorted(base_main, key=lambda r: r["item_id"])
                 },
             }
-            metrics += plan.engine_metrics(eng, engines[eng], erows)
+            metrics += plan.engine_metrics(eng, engines[eng], jrows)
         names = sorted(engines)
         pair = scfg.get("compare") or names[:2]
         comparisons = []

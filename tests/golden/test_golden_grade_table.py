@@ -1,0 +1,201 @@
+"""Golden's column-wise grade (``grade_table``, what the grade stage uses) gives the same graded
+table, byte for byte once written, and the same analysis as its row-by-row grade
+(``iter_grade``), on a run that has every kind of row: answers right and wrong, repeated and
+distinct, failed calls, agent branches, judge replies on answers, injection, attribute-swap
+and contamination probes — rows as plain dicts and as ``latest_records`` reads them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sealedeval.canonical import dumps
+from sealedeval.config import Config, load_config
+from sealedeval.plugins import (
+    AnalyzeContext,
+    GenerateContext,
+    GradeContext,
+    RequestContext,
+    get_suite,
+    suite_info,
+)
+from sealedeval.stages import artifacts
+from sealedeval.stages.grade import ORDER, grade
+from sealedeval.store.raw import LatestRows, RawWriter, latest_records, raw_dir, raw_files
+from sealedeval.store.schema import RAW_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(tmp_path: Path) -> Config:
+    extra = tmp_path / "grade.yaml"
+    extra.write_text(
+        yaml.safe_dump(
+            {
+                "engines": {"other": {"kind": "reference"}},
+                "suites": {
+                    "golden": {
+                        "engines": ["reference", "other"],
+                        "limit": 6,
+                        "repeats": 3,
+                        "branches": {
+                            "A": {"solver": "single", "tools": False},
+                            "B": {"solver": "agent", "tools": True, "tasks": "all"},
+                        },
+                        "branch_engines": ["reference", "other"],
+                        "judge": {"engines": []},
+                        "probes": {
+                            "engines": ["reference", "other"],
+                            "injection": {"branches": ["A"], "tasks": "all"},
+                            "attribute_swap": {"branch": "A"},
+                        },
+                    }
+                },
+            }
+        )
+    )
+    return load_config(ROOT, ["config/tiny.yaml", str(extra)])
+
+
+def _rows(cfg: Config) -> list[dict[str, Any]]:
+    """Every planned call of both engines answered: the reference answer, a wrong one, the
+    same wrong one again, a distinct one or a failed call, by position; a judge reply on every
+    third answer of ``reference``."""
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    template = {c: "" for c in RAW_SCHEMA.names} | {
+        "suite": "golden",
+        "params": "{}",
+        "messages": "[]",
+        "response": "{}",
+        "trajectory": "[]",
+        "tokens_in": 1,
+        "tokens_out": 1,
+        "cost_usd": 0.0,
+        "latency_s": 0.0,
+        "attempts": 1,
+        "seed": 7,
+        "sealed": True,
+        "engine_path": "primary",
+        "finished_at": "2026-01-01T00:00:00Z",
+        "started_at": "2026-01-01T00:00:00Z",
+    }
+    rows: list[dict[str, Any]] = []
+    for eng in ("reference", "other"):
+        ctx = RequestContext(cfg=cfg, items=items, engine=cfg.engine(eng), model=eng, seed=7)
+        for n, r in enumerate(suite.requests(ctx)):
+            text = suite.reference_answer(r)
+            status, kind = "ok", ""
+            if n % 5 == 1:
+                text = "zzz"
+            elif n % 5 == 2:
+                text = "I don't know."
+            elif n % 5 == 3:
+                text = f"{text} (and {n})"
+            elif n % 7 == 4:
+                text, status, kind = "", "error", "timeout"
+            rows.append(
+                template
+                | {
+                    "request_key": f"{eng}-{n:04d}",
+                    "engine": eng,
+                    "engine_kind": "reference",
+                    "model": eng,
+                    "item_id": r.item_id,
+                    "condition": r.condition,
+                    "repeat": r.repeat,
+                    "status": status,
+                    "error_kind": kind,
+                    "output_text": text,
+                }
+            )
+            if eng == "reference" and n % 3 == 0 and "/" in r.condition:
+                if r.condition.split("/", 1)[0] in ("judge", "probe"):
+                    continue
+                rows.append(
+                    template
+                    | {
+                        "request_key": f"{eng}-{n:04d}-judge",
+                        "engine": eng,
+                        "engine_kind": "reference",
+                        "model": eng,
+                        "item_id": r.item_id,
+                        "condition": f"judge/transcript/{r.condition}",
+                        "repeat": r.repeat,
+                        "status": "ok",
+                        "output_text": json.dumps({"verdict": "PASS" if n % 2 else "FAIL"}),
+                    }
+                )
+    return rows
+
+
+def _row_by_row(cfg: Config, items: Any, rows: Any) -> artifacts.GradedRows:
+    suite = get_suite("golden", cfg)
+    extra = {"suite": "golden", "suite_version": str(suite_info("golden", cfg)["version"])}
+    ctx = GradeContext(cfg=cfg, items=items, rows=rows)
+    return artifacts.GradedRows.from_rows(suite.iter_grade(ctx), extra).sorted_by(ORDER)
+
+
+def _latest(store: Path, rows: list[dict[str, Any]]) -> LatestRows:
+    """The rows written as raw parts (40 rows each) under ``store`` and read back."""
+    w = RawWriter(raw_dir(store, "golden", "all"), flush_rows=40, flush_s=3600)
+    for r in rows:
+        w.append(r)
+    w.close()
+    latest = latest_records(raw_files(store, "golden"))
+    assert isinstance(latest, LatestRows)
+    return latest
+
+
+@pytest.mark.parametrize("store", ["dicts", "latest_records"])
+def test_grade_table_is_the_row_by_row_grade(tmp_path: Path, store: str) -> None:
+    cfg = _config(tmp_path)
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    plain = sorted(_rows(cfg), key=lambda r: (r["engine"], r["request_key"]))
+    rows: Any = plain if store == "dicts" else _latest(tmp_path / "store", plain)
+    conditions = {r["condition"].split("/", 1)[0] for r in plain}
+    assert {"A", "B", "judge", "probe"} <= conditions  # every kind of row is there
+    assert {r["status"] for r in plain} == {"ok", "error"}
+
+    table = artifacts.normalize_graded(grade(cfg, suite, items, rows))
+    rowwise = artifacts.normalize_graded(_row_by_row(cfg, items, rows))
+    assert len(table) > len(rows)  # several graders per answer
+    assert {g["grader"] for g in table} >= {"-", "regex", "exact", "facts", "abstention", "judge"}
+    assert table.names == rowwise.names
+    assert table == rowwise
+    written, expected = artifacts.graded_table(table), artifacts.graded_table(rowwise)
+    assert written.equals(expected)
+    assert written.schema.equals(expected.schema, check_metadata=True)
+
+    def analysis(graded: Any) -> str:
+        ctx = AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows)
+        return dumps(suite.analyze(ctx))
+
+    assert analysis(table) == analysis(rowwise) == analysis(list(map(dict, rowwise)))
+
+
+def test_equal_answers_are_graded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo: a task's graders run once per distinct answer, not once per row."""
+    from sealedeval.suites.golden import rubric
+
+    cfg = _config(tmp_path)
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    rows = sorted(_rows(cfg), key=lambda r: (r["engine"], r["request_key"]))
+    calls: list[str] = []
+    real = rubric.grade_answer
+
+    def counted(task: Any, answer: str, judged: str | None) -> Any:
+        calls.append(answer)
+        return real(task, answer, judged)
+
+    monkeypatch.setattr(rubric, "grade_answer", counted)
+    suite.grade_table(GradeContext(cfg=cfg, items=items, rows=rows))
+    answers = [r for r in rows if r["status"] == "ok" and not r["condition"].startswith("judge/")]
+    assert 0 < len(calls) < len(answers)
+    assert calls.count("zzz") <= len({r["item_id"] for r in rows}) * 2  # per task (and swap)
