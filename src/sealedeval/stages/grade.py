@@ -139,10 +139,10 @@ class GradedTable:
             return GradedRows([], [], 0)
         columns: list[Sequence[Any]] = []
         for name in IDENTITY_COLUMNS:
-            values = record_column(self._rows, name)
+            values = record_column(self._rows, name)  # the raw column itself: no copy
             if name == "repeat" and set(map(type, values)) - {int}:
                 values = [int(v) for v in values]
-            columns.append(Coded(self._raw, list(values)))
+            columns.append(Coded(self._raw, values if isinstance(values, list) else list(values)))
         for j in range(len(Verdict._fields)):
             columns.append(Coded(self._codes, [v[j] for v in self._verdicts]))
         return GradedRows(BASE_COLUMNS, columns, n)

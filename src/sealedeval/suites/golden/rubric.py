@@ -47,16 +47,14 @@ branch run, short answers across samples)."""
 def grade_answer(task: Mapping[str, Any], answer: str, judged: str | None) -> list[Verdict]:
     """Every grader's verdict on one answer, in ``GRADERS`` order (+ ``judge`` when a judge
     replied); the category comes from the regex grader and the abstention check."""
-    regex_pass = graders.get("regex")(task, answer).passed
-    cat = category(task, regex_pass, answer)
     names = [*GRADERS, "judge"] if judged is not None else list(GRADERS)
-    out = []
-    for name in names:
-        g = graders.get(name)
-        res = g(dict(task) | {"judge_output": judged or ""}, answer)
-        details = compact(dict(res.details))
-        out.append(Verdict(g.name, g.version, res.score, res.passed, cat, details))
-    return out
+    item = dict(task) | {"judge_output": judged or ""}
+    results = [(g, g(item, answer)) for g in map(graders.get, names)]
+    cat = category(task, results[GRADERS.index("regex")][1].passed, answer)
+    return [
+        Verdict(g.name, g.version, res.score, res.passed, cat, compact(dict(res.details)))
+        for g, res in results
+    ]
 
 
 def _task(
