@@ -27,6 +27,7 @@ from sealedeval.plugins import (
     hook,
     suite_info,
 )
+from sealedeval.run.gcpolicy import keep_alive, quiet_gc
 from sealedeval.seal.design import sealed_suite_design
 from sealedeval.stages import artifacts
 from sealedeval.stages.analyze import analyze
@@ -248,13 +249,16 @@ def ensure_analysis(cfg: Config, name: str) -> dict[str, Any]:
         doc = artifacts.read_analysis(apath)
         if doc.get("stage_key") == key:
             return doc
-    rows = latest(cfg, name)
-    items = load_items(cfg, name, rows_rubric(rows))
-    graded = fresh_graded(cfg, name, key)
-    if graded is None:
-        graded = graded_rows(cfg, name, items, rows)
-        write_graded(cfg, name, graded, key)
-    doc = analysis_doc(cfg, name, items, graded, rows, key)
+    with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
+        rows = latest(cfg, name)
+        items = load_items(cfg, name, rows_rubric(rows))
+        keep_alive()
+        graded = fresh_graded(cfg, name, key)
+        if graded is None:
+            graded = graded_rows(cfg, name, items, rows)
+            write_graded(cfg, name, graded, key)
+        keep_alive()
+        doc = analysis_doc(cfg, name, items, graded, rows, key)
     artifacts.write_analysis(apath, doc)
     return doc
 
@@ -271,9 +275,11 @@ class Derived:
 
 def derive(cfg: Config, name: str) -> Derived:
     """Every stage of one suite in memory (the audit's re-derivation, and the benchmark's)."""
-    rows = latest(cfg, name)
-    items = generate_items(cfg, name, rows_rubric(rows))
-    graded = graded_rows(cfg, name, items, rows)
-    return Derived(
-        name, items, graded, analysis_doc(cfg, name, items, graded, rows, stage_key(cfg, name))
-    )
+    with quiet_gc():  # as ensure_analysis
+        rows = latest(cfg, name)
+        items = generate_items(cfg, name, rows_rubric(rows))
+        keep_alive()
+        graded = graded_rows(cfg, name, items, rows)
+        keep_alive()
+        doc = analysis_doc(cfg, name, items, graded, rows, stage_key(cfg, name))
+    return Derived(name, items, graded, doc)
