@@ -300,36 +300,17 @@ def _print_summary(root: Path, since: str | None, *, engine_runs: bool) -> None:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from sealedeval.stages.pipeline import (
-        graded_rows,
-        latest,
-        load_items,
-        rows_rubric,
-        stage_key,
-        write_graded,
-    )
+    from sealedeval.stages.pipeline import grade_suite
 
     cfg = _cfg(args)
-    rows = latest(cfg, args.suite)
-    items = load_items(cfg, args.suite, rows_rubric(rows))
-    graded = graded_rows(cfg, args.suite, items, rows)
-    out = write_graded(cfg, args.suite, graded, stage_key(cfg, args.suite))
+    graded, out = grade_suite(cfg, args.suite)
     print(f"{args.suite}: {len(graded)} graded rows → {out.relative_to(cfg.root)}")
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from sealedeval.stages import artifacts
-    from sealedeval.stages.pipeline import (
-        analysis_doc,
-        fresh_graded,
-        graded_rows,
-        latest,
-        load_items,
-        rows_rubric,
-        stage_key,
-        write_graded,
-    )
+    from sealedeval.stages.pipeline import build_analysis, fresh_graded, stage_key
 
     cfg = _cfg(args)
     key = stage_key(cfg, args.suite)
@@ -337,13 +318,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     src = artifacts.graded_path(cfg.root, args.suite).relative_to(cfg.root)
     if graded is None and not args.grade:
         raise UserError(f"{src}: missing or older than the raw runs; run `sealedeval grade` first")
-    rows = latest(cfg, args.suite)
-    items = load_items(cfg, args.suite, rows_rubric(rows))
-    if graded is None:  # --grade: the grade stage first, in this process (one job per suite)
-        graded = graded_rows(cfg, args.suite, items, rows)
-        write_graded(cfg, args.suite, graded, key)
+    # --grade: the grade stage first, in this process (one job per suite)
+    graded, made, doc = build_analysis(cfg, args.suite, key, graded)
+    if made:
         print(f"{args.suite}: {len(graded)} graded rows → {src}")
-    doc = analysis_doc(cfg, args.suite, items, graded, rows, key)
     out = artifacts.analysis_path(cfg.root, args.suite)
     artifacts.write_analysis(out, doc)
     print(f"{args.suite}: analysis → {out.relative_to(cfg.root)}")

@@ -238,6 +238,35 @@ def fresh_graded(cfg: Config, name: str, key: str) -> artifacts.GradedRows | Non
     return None
 
 
+def grade_suite(cfg: Config, name: str) -> tuple[artifacts.GradedRows, Path]:
+    """The grade stage on the stored raw runs, its file written (``sealedeval grade``)."""
+    with quiet_gc():  # the rows are long-lived: frozen once loaded
+        rows = latest(cfg, name)
+        items = load_items(cfg, name, rows_rubric(rows))
+        keep_alive()
+        graded = graded_rows(cfg, name, items, rows)
+    return graded, write_graded(cfg, name, graded, stage_key(cfg, name))
+
+
+def build_analysis(
+    cfg: Config, name: str, key: str, graded: artifacts.GradedRows | None = None
+) -> tuple[artifacts.GradedRows, bool, dict[str, Any]]:
+    """(graded rows, whether they were graded now, the analysis document) from the stored raw
+    runs: ``graded`` when given (a fresh graded file), else the grade stage first, its file
+    written. The analysis file is the caller's to write."""
+    with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
+        rows = latest(cfg, name)
+        items = load_items(cfg, name, rows_rubric(rows))
+        keep_alive()
+        made = graded is None
+        if graded is None:
+            graded = graded_rows(cfg, name, items, rows)
+            write_graded(cfg, name, graded, key)
+        keep_alive()
+        doc = analysis_doc(cfg, name, items, graded, rows, key)
+    return graded, made, doc
+
+
 def ensure_analysis(cfg: Config, name: str) -> dict[str, Any]:
     """The suite's analysis document: the file when it is fresh (what the workflow's analyze
     rule wrote), else the missing or stale stages derived now and their files written — so
@@ -249,16 +278,7 @@ def ensure_analysis(cfg: Config, name: str) -> dict[str, Any]:
         doc = artifacts.read_analysis(apath)
         if doc.get("stage_key") == key:
             return doc
-    with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
-        rows = latest(cfg, name)
-        items = load_items(cfg, name, rows_rubric(rows))
-        keep_alive()
-        graded = fresh_graded(cfg, name, key)
-        if graded is None:
-            graded = graded_rows(cfg, name, items, rows)
-            write_graded(cfg, name, graded, key)
-        keep_alive()
-        doc = analysis_doc(cfg, name, items, graded, rows, key)
+    _, _, doc = build_analysis(cfg, name, key, fresh_graded(cfg, name, key))
     artifacts.write_analysis(apath, doc)
     return doc
 
