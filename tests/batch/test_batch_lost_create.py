@@ -296,6 +296,25 @@ def test_a_provider_without_a_batch_list_submits_as_before_and_says_so(
     assert json.loads(state.read_text())["intents"] == []
 
 
+class _LookRefused(OpenAIChatEngine):
+    """A server whose list takes ``limit=1`` (the mark) but refuses a look's larger pages."""
+
+    async def batch_find(self, token: str, count: int, mark: str) -> list[batchapi.Found]:
+        raise EngineError("refused", "HTTP 400: limit must be at most 50 (test)")
+
+
+def test_a_refused_look_is_no_look_said_once_and_never_holds_requests(
+    fakes: dict[str, Callable[..., Any]], tmp_path: Path
+) -> None:
+    state = tmp_path / "_batch.json"
+    with fakes["openai_chat"](batch_create_faults=["reset"]) as fake:
+        run, said = _run(_engine("openai_chat", fake.base_url, _LookRefused), state)
+        assert fake.batch_creates() == 4  # what stays open: the lost batch is paid again
+    _answered_once(run)
+    assert sum("does not list batches" in line for line in said) == 1
+    assert json.loads(state.read_text())["intents"] == []
+
+
 class _ListDown(OpenAIChatEngine):
     """The provider's list fails (retryably) on every look."""
 

@@ -23,7 +23,9 @@ create the driver takes a *mark* (the newest batch the provider lists) and write
 known. Before a retry of that create, and on the next start for every intent a killed run left,
 it reads the batches listed since the mark (``BatchEngine.batch_find``) and re-attaches to the
 submission's batch if the provider made it ("re-attached to batch X (token T) found on the
-provider") instead of creating a second. The token (``submission_token``) is a hash of the
+provider") instead of creating a second. A first try needs no look beyond the mark it has just
+taken: nothing listed after that mark can be this submission's yet. The token
+(``submission_token``) is a hash of the
 engine, URL, seal and the chunk's keys, the same on every retry and after a restart; the mark,
 not the token, keeps an older batch of the same requests (a finished run's, re-asked on purpose)
 out of the look. What is guaranteed, and what not:
@@ -37,10 +39,12 @@ out of the look. What is guaranteed, and what not:
   submission's requests (another client's batch of the same size), they are asked again in the
   next round, with no attempt counted. The one loss left: a foreign candidate delays those
   requests until it ends.
-- Both: a look needs the provider's batch list; an OpenAI-compatible server without
-  ``GET /batches`` (refused) disables it, with a line saying so, and submits as before. An
-  intent whose look fails (the provider down) keeps its requests out of this run (error rows)
-  and stays in the file for the next run, which looks again before asking them.
+- Both: a look needs the provider's batch list, and trusts it to show an accepted batch at
+  once (one it does not show yet is created again); an OpenAI-compatible server without
+  ``GET /batches`` (a refused list or look) disables the look, with a line saying so, and
+  submits as before. An intent whose look fails transiently (the provider down, after the
+  retries) keeps its requests out of this run (error rows) and stays in the file (``finish``
+  keeps it) for the next run, which looks again before asking them.
 """
 
 from __future__ import annotations
@@ -244,10 +248,26 @@ async def run_batches(
     def save() -> None:
         write_text_atomic(state_path, state.to_json())
 
+    def no_lookup(e: EngineError) -> None:
+        nonlocal lookup
+        if lookup:
+            lookup = False
+            report(
+                f"the provider does not list batches ({e}): a create whose answer is lost "
+                "cannot be looked for, and may be submitted twice"
+            )
+
     async def look(intent: Intent) -> list[Found]:
         """The batches the provider lists since the intent's mark that may be its batch (not
-        one this file already names)."""
-        found = await engine.batch_find(intent.token, len(intent.keys), intent.mark)
+        one this file already names). A refused list is no list: nothing found (holding the
+        requests would hold them in every run); a transient failure is raised."""
+        try:
+            found = await engine.batch_find(intent.token, len(intent.keys), intent.mark)
+        except EngineError as e:
+            if e.retryable:
+                raise
+            no_lookup(e)
+            return []
         known = {b.id for b in state.batches}
         return [f for f in found if f.status.id not in known]
 
@@ -290,7 +310,7 @@ async def run_batches(
         for intent in list(state.intents):
             try:
                 found = await retried(partial(look, intent), intent.token)
-            except EngineError as e:
+            except EngineError as e:  # transient, after the retries: keep looking next run
                 report(
                     f"could not look for batch (token {intent.token}) on the provider: {e}; "
                     f"its {len(intent.keys)} requests wait for a later run"
@@ -311,7 +331,6 @@ async def run_batches(
 
     async def mark() -> str | None:
         """The provider's newest batch before a create; None when it lists no batches."""
-        nonlocal lookup
         if not lookup:
             return None
         try:
@@ -319,11 +338,7 @@ async def run_batches(
         except EngineError as e:
             if e.retryable:
                 raise  # the provider is failing: the create would fail too
-            lookup = False
-            report(
-                f"the provider does not list batches ({e}): a create whose answer is lost "
-                "cannot be looked for, and may be submitted twice"
-            )
+            no_lookup(e)
             return None
 
     async def submit(chunk: list[BatchLine], rnd: int) -> list[SubmittedBatch]:
