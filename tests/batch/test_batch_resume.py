@@ -1,5 +1,7 @@
-"""A batch run killed mid-batch re-attaches instead of paying twice; per-request errors and
-expired requests become error rows of their kind and are asked again in follow-up batches."""
+"""A batch run killed mid-batch re-attaches instead of paying twice, and so does one whose create
+answer was lost (a reset, a proxy's 502) or that was killed between the provider accepting a
+batch and the state file's write; per-request errors and expired requests become error rows of
+their kind and are asked again in follow-up batches."""
 
 from __future__ import annotations
 
@@ -92,6 +94,75 @@ def test_killed_mid_batch_reattaches_without_a_second_submission(
     entry = ledger.read(root)[-1]
     assert entry["outcome"] == "done"
     assert entry["batches"] == [b["id"] for b in recorded["batches"]]
+    assert not state.exists()
+
+
+def _stored_once_at_the_batch_price(root: Path) -> None:
+    """Every planned request is one stored row (not two), answered, asked by one batch, and
+    priced once at half the list price (1 and 2 USD per million tokens, see ``_setup``)."""
+    rows = _all_rows(root)
+    assert len(rows) == 40 and len({r["request_key"] for r in rows}) == 40
+    assert {r["status"] for r in rows} == {"ok"} and {r["attempts"] for r in rows} == {1}
+    for r in rows:
+        list_price = (r["tokens_in"] * 1 + r["tokens_out"] * 2) / 1e6
+        assert r["cost_usd"] == pytest.approx(0.5 * list_price) and r["cost_usd"] > 0
+
+
+@pytest.mark.slow
+def test_lost_create_answers_reattach_instead_of_paying_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_project(tmp_path / "proj")
+    # the provider accepts every create; the first's answer is reset, the third's a proxy's 502
+    with FakeOpenAI(batch_create_faults=["reset", "ok", "bad_gateway"]) as fake:
+        args = _setup(root, fake.base_url)
+        rc, out = _cli(root, *args, capsys=capsys)
+        assert rc == 0, out[-3000:]
+        assert fake.batch_creates() == 3  # 40 requests at 16 a batch: one batch each, not 5
+        made = list(fake.batches)
+        assert out.count("found on the provider") == 2
+        assert f"re-attached to batch {made[0]} (token " in out
+        assert f"re-attached to batch {made[2]} (token " in out
+    _stored_once_at_the_batch_price(root)
+    entry = ledger.read(root)[-1]
+    assert entry["outcome"] == "done" and entry["batches"] == made
+    assert not (raw_dir(root, "golden", "bat") / "_batch.json").exists()
+
+
+@pytest.mark.slow
+def test_killed_between_acceptance_and_the_state_write_reattaches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_project(tmp_path / "proj")
+    with FakeOpenAI() as fake:
+        fake.batch_create_hold.set()  # the first create is accepted; its answer never leaves
+        args = _setup(root, fake.base_url)
+        state = raw_dir(root, "golden", "bat") / "_batch.json"
+        proc = cli_popen(root, *args)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and fake.batch_creates() < 1:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # the batch exists; the run never learnt its id
+        proc.communicate(timeout=30)
+        fake.batch_create_hold.clear()
+        assert fake.batch_creates() == 1
+        text = state.read_text() if state.exists() else "{}"
+
+        rc, out = _cli(root, *args, capsys=capsys)
+        assert rc == 0, out[-3000:]
+        assert fake.batch_creates() == 3  # the lost one, then the other two: not a fourth
+        recorded = json.loads(text)  # what the killed run left: the create's intent, no id
+        assert recorded["batches"] == [] and len(recorded["intents"]) == 1
+        assert len(recorded["intents"][0]["keys"]) == 16
+        assert "authorization" not in text.lower() and "Bearer" not in text
+        first = next(iter(fake.batches))
+        token = recorded["intents"][0]["token"]
+        assert f"re-attached to batch {first} (token {token}) found on the provider" in out
+        assert fake.batches[first].obj["metadata"] == {"sealedeval_token": token}
+    _stored_once_at_the_batch_price(root)
+    entry = ledger.read(root)[-1]
+    assert entry["outcome"] == "done" and entry["batches"] == list(fake.batches)
     assert not state.exists()
 
 

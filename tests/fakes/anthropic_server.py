@@ -29,6 +29,15 @@ maps a marker to kinds consumed by requests whose first user text contains it. K
 ``bad_request`` (400), ``auth`` (401), ``permission`` (403), ``not_found`` (404),
 ``max_tokens`` (an answer cut at max_tokens), ``malformed`` (a 200 that is not JSON),
 ``reset`` (the connection dropped), ``ok``.
+
+Message Batches (https://docs.anthropic.com/en/api/creating-message-batches and the pages
+beside it): create, retrieve (each poll may end it), results, cancel and list
+(``GET /v1/messages/batches``: newest first, ``limit`` 1 to 1000, default 20, cursors
+``after_id`` / ``before_id``, pages ``{data, has_more, first_id, last_id}``). A batch carries
+no metadata of its creator's: the create body is ``{requests}`` only, and a listed batch shows
+its id, status, times and ``request_counts``, never its requests' ``custom_id``s (those are in
+the results, once the batch has ended). ``batch_create_faults`` and ``batch_create_hold`` lose
+the answer of a create the fake accepted (the batch exists and runs).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import socket
 import struct
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,6 +81,17 @@ BATCH_MAX_BYTES = 256 * 1024 * 1024
 (https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#batch-limitations)."""
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 BATCHES = "/v1/messages/batches"
+LIST_LIMIT_MAX = 1000
+LIST_LIMIT_DEFAULT = 20
+"""``GET /v1/messages/batches``: "Defaults to 20. Ranges from 1 to 1000"
+(https://docs.anthropic.com/en/api/listing-message-batches)."""
+CREATE_FAULTS = ("reset", "bad_gateway", "ok")
+"""What ``batch_create_faults`` can do to a create the fake accepted: ``reset`` drops the
+connection before the answer, ``bad_gateway`` answers a proxy's HTML 502, ``ok`` answers."""
+_BAD_GATEWAY = (
+    b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n"
+    b"<body><h1>502 Bad Gateway</h1></body></html>\n"
+)
 TOP_LEVEL = frozenset(
     {
         "model",
@@ -339,10 +360,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", headers.get("content-type", "application/json"))
             self.send_header("Content-Length", str(len(payload)))
             for k, v in headers.items():
-                self.send_header(k, v)
+                if k != "content-type":
+                    self.send_header(k, v)
             self.end_headers()
             self.wfile.write(payload)
             self.wfile.flush()
@@ -359,7 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload, extra = fake._handle_get(self.path.split("?", 1)[0], headers)
+        status, payload, extra = fake._handle_get(self.path, headers)
         if extra.get("content-type") == "application/binary":
             extra = {k: v for k, v in extra.items() if k != "content-type"}
             try:
@@ -411,10 +433,14 @@ class FakeAnthropic:
         batch_polls: int = 1,
         batch_max_requests: int = BATCH_MAX_REQUESTS,
         batch_max_bytes: int = BATCH_MAX_BYTES,
+        batch_create_faults: Sequence[str] = (),
     ) -> None:
         for kind in [*script, *(k for q in (faults or {}).values() for k in q)]:
             if kind not in _VALID:
                 raise ValueError(f"unknown fault {kind!r}; expected one of {FAULTS}")
+        for kind in batch_create_faults:
+            if kind not in CREATE_FAULTS:
+                raise ValueError(f"unknown create fault {kind!r}; expected one of {CREATE_FAULTS}")
         self.api_key = api_key
         self.responder = responder or default_responder
         self.script = list(script)
@@ -428,6 +454,13 @@ class FakeAnthropic:
         self.batch_max_bytes = batch_max_bytes
         self.batch_hold = threading.Event()
         """While set, no batch ends (a test kills its client meanwhile)."""
+        self.batch_create_faults = list(batch_create_faults)
+        """What happens to the answer of each accepted create, in order (``CREATE_FAULTS``;
+        answered normally once the list is used up)."""
+        self.batch_create_hold = threading.Event()
+        """While set, an accepted create gets no answer until it is cleared (then its
+        connection is reset): the batch exists, its creator never learns the id."""
+        self._stopping = threading.Event()
         self.batches: dict[str, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self._cache: set[str] = set()
@@ -453,6 +486,7 @@ class FakeAnthropic:
     def stop(self) -> None:
         if self._server is None:
             return
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -575,9 +609,10 @@ class FakeAnthropic:
     # -- Message Batches -------------------------------------------------------------------
 
     def batch_creates(self) -> int:
-        """Batches created (``POST /v1/messages/batches`` answered 200)."""
+        """Batches the fake accepted (created), whether or not their creator got the answer:
+        what the provider would bill."""
         with self._lock:
-            return sum(1 for r in self.requests if r.path == BATCHES and r.status == 200)
+            return len(self.batches)
 
     def _auth_error(
         self, headers: Mapping[str, str], request_id: str
@@ -663,6 +698,17 @@ class FakeAnthropic:
                 "_results": b"",
             }
             self.batches[batch_id] = b
+            fault = self.batch_create_faults.pop(0) if self.batch_create_faults else "ok"
+        if self.batch_create_hold.is_set():
+            while self.batch_create_hold.is_set() and not self._stopping.wait(0.02):
+                pass
+            fault = "reset"
+        if fault == "reset":  # accepted: the batch runs, its answer never arrives
+            record("reset", 0)
+            return 0, b"", {}
+        if fault == "bad_gateway":
+            record("bad_gateway", 502)
+            return 502, _BAD_GATEWAY, {"content-type": "text/html; charset=utf-8"}
         record("ok", 200)
         return 200, json.dumps(self._public(b)).encode(), self._headers(request_id)
 
@@ -670,12 +716,23 @@ class FakeAnthropic:
     def _public(b: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in b.items() if not k.startswith("_")}
 
-    def _handle_get(self, path: str, headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
-        """``GET /v1/messages/batches/{id}`` (each poll may end it) and ``.../{id}/results``."""
+    def _handle_get(
+        self, target: str, headers: dict[str, str]
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """``GET /v1/messages/batches/{id}`` (each poll may end it), ``.../{id}/results`` and
+        the list ``GET /v1/messages/batches``."""
+        path, _, query = target.partition("?")
         with self._lock:
             self._n += 1
             request_id = f"req_fake{self._n:06d}"
         refused = self._auth_error(headers, request_id)
+        if path.rstrip("/") == BATCHES:
+            status, payload, extra = refused or self._list(query, request_id)
+            with self._lock:
+                self.requests.append(
+                    Recorded(path, headers, None, "ok" if status == 200 else "error", status)
+                )
+            return status, payload, extra
         parts = path.rstrip("/").split("/")
         ok_path = path.startswith(BATCHES + "/") and len(parts) in (5, 6)
         b = self.batches.get(parts[4]) if ok_path else None
@@ -698,6 +755,46 @@ class FakeAnthropic:
             )
         self._advance(b)
         return 200, json.dumps(self._public(b)).encode(), self._headers(request_id)
+
+    def _list(self, query: str, request_id: str) -> tuple[int, bytes, dict[str, str]]:
+        """One page of the list, newest first: ``limit`` batches right after ``after_id``
+        (older) or right before ``before_id`` (newer); ``has_more`` when more lie that way."""
+        q = {k: v[-1] for k, v in urllib.parse.parse_qs(query).items()}
+        try:
+            n = int(q.get("limit", LIST_LIMIT_DEFAULT))
+        except ValueError:
+            n = 0
+        if not 1 <= n <= LIST_LIMIT_MAX:
+            return self._error(
+                400,
+                "invalid_request_error",
+                f"limit: Input should be between 1 and {LIST_LIMIT_MAX}",
+                request_id,
+            )
+        with self._lock:
+            newest = [self._public(b) for b in reversed(self.batches.values())]
+        ids = [b["id"] for b in newest]
+        after, before = q.get("after_id"), q.get("before_id")
+        if after and before:
+            return self._error(
+                400, "invalid_request_error", "only one of after_id, before_id", request_id
+            )
+        cursor = after or before
+        if cursor and cursor not in ids:
+            return self._error(404, "not_found_error", f"Not found: {cursor}", request_id)
+        if before:
+            end = ids.index(before)
+            page, more = newest[max(0, end - n) : end], end - n > 0
+        else:
+            start = ids.index(after) + 1 if after else 0
+            page, more = newest[start : start + n], start + n < len(newest)
+        doc = {
+            "data": page,
+            "has_more": more,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+        }
+        return 200, json.dumps(doc).encode(), self._headers(request_id)
 
     def _advance(self, b: dict[str, Any]) -> None:
         """One poll: after ``batch_polls`` of them (unless ``batch_hold``), every request is

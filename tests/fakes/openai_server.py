@@ -39,6 +39,7 @@ import socket
 import struct
 import sys
 import threading
+import urllib.parse
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,21 @@ BATCH_MAX_REQUESTS = 50_000
 BATCH_MAX_BYTES = 200 * 1024 * 1024
 #: The status a batch moves through, one step per ``batch_polls`` polls.
 BATCH_STEPS = ("validating", "in_progress", "finalizing")
+#: ``GET /v1/batches``: ``limit`` "can range between 1 and 100, and the default is 20"
+#: (https://platform.openai.com/docs/api-reference/batch/list).
+LIST_LIMIT_MAX = 100
+LIST_LIMIT_DEFAULT = 20
+#: A batch's ``metadata``: "Set of 16 key-value pairs ... Keys are strings with a maximum
+#: length of 64 characters. Values are strings with a maximum length of 512 characters"
+#: (https://platform.openai.com/docs/api-reference/batch/create).
+METADATA_MAX_PAIRS = 16
+METADATA_MAX_KEY = 64
+METADATA_MAX_VALUE = 512
+#: What ``batch_create_faults`` can do to a ``POST /v1/batches`` the fake *accepted* (the batch
+#: exists and will run): ``reset`` drops the connection before the answer, ``bad_gateway`` answers
+#: a proxy's HTML 502 instead of the batch, ``ok`` answers normally. A request it refuses (400)
+#: consumes no entry.
+CREATE_FAULTS = ("reset", "bad_gateway", OK)
 _LINE_STATUS = {"rate_limit": 429, "server": 500, "unavailable": 503, "timeout": 500, "reset": 500}
 """A live fault's HTTP status, as a batch line reports it (a batch has no connection to drop)."""
 
@@ -265,6 +281,31 @@ def _error_body(message: str, type_: str, code: str | int | None) -> dict[str, A
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
 
 
+def _param_error(message: str, param: str) -> dict[str, Any]:
+    """OpenAI's 400 body for one bad parameter (``param`` names it)."""
+    body = _error_body(message, "invalid_request_error", None)
+    body["error"]["param"] = param
+    return body
+
+
+def _metadata_problem(metadata: Any) -> str:
+    """Why a batch's ``metadata`` breaks the documented rules, "" when it does not."""
+    if metadata is None:
+        return ""
+    if not isinstance(metadata, dict):
+        return "metadata must be an object of string keys and values"
+    if len(metadata) > METADATA_MAX_PAIRS:
+        return f"metadata: at most {METADATA_MAX_PAIRS} pairs, got {len(metadata)}"
+    for k, v in metadata.items():
+        if not isinstance(v, str):
+            return f"metadata[{k!r}] must be a string"
+        if len(k) > METADATA_MAX_KEY:
+            return f"metadata: key {k[:20]!r}... longer than {METADATA_MAX_KEY} characters"
+        if len(v) > METADATA_MAX_VALUE:
+            return f"metadata[{k!r}]: value longer than {METADATA_MAX_VALUE} characters"
+    return ""
+
+
 class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     daemon_threads = True
@@ -407,6 +448,8 @@ class _Handler(BaseHTTPRequestHandler):
                     ],
                 },
             )
+        elif path == "/v1/batches":
+            self._batch_list(path)
         elif path.startswith("/v1/batches/") or path.startswith("/v1/files/"):
             self._batch_get(path)
         elif path == "/health":
@@ -467,6 +510,18 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, found.obj())
 
+    def _batch_list(self, path: str) -> None:
+        """``GET /v1/batches?limit=N&after=ID``: the newest batches first, a page of ``limit``
+        after the cursor ``after`` (the ``last_id`` of the page before), ``has_more`` when older
+        ones are left. Listing never advances a batch (only a retrieve does)."""
+        fake = self.server.fake
+        if not self._authorized(path, None):
+            return
+        query = urllib.parse.parse_qs(self.path.partition("?")[2])
+        status, obj = fake._list_batches(query.get("limit", [""])[-1], query.get("after", [""])[-1])
+        fake._record(path, self._headers(), None, OK if status == 200 else "error")
+        self._send_json(status, obj)
+
     def _upload(self, path: str, raw: bytes) -> None:
         """``POST /v1/files`` (multipart: ``purpose`` and ``file``)."""
         fake = self.server.fake
@@ -520,8 +575,16 @@ class _Handler(BaseHTTPRequestHandler):
                 if path == "/v1/batches"
                 else fake._cancel(path.split("/")[3])
             )
-            fake._record(path, headers, body, OK if status == 200 else "error")
-            self._send_json(status, obj)
+            fault = OK if status == 200 else "error"
+            if status == 200 and path == "/v1/batches":
+                fault = fake._create_fault()
+            fake._record(path, headers, body, fault)
+            if fault == "reset":  # accepted: the batch runs, its answer never arrives
+                self._reset()
+            elif fault == "bad_gateway":
+                self._send(502, _HTML_PAGE, "text/html; charset=utf-8")
+            else:
+                self._send_json(status, obj)
             return
         legacy = path in ("/v1/completions", "/completions")
         if path not in ("/v1/chat/completions", "/chat/completions") and not legacy:
@@ -658,6 +721,7 @@ class FakeOpenAI:
         batch_polls: int = 1,
         batch_max_requests: int = BATCH_MAX_REQUESTS,
         batch_max_bytes: int = BATCH_MAX_BYTES,
+        batch_create_faults: Sequence[str] = (),
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError(f"fault_rate must be in [0, 1], got {fault_rate}")
@@ -672,6 +736,9 @@ class FakeOpenAI:
         for kind in [*kinds, *(k for q in queues.values() for k in q)]:
             if kind not in _VALID_KINDS:
                 raise ValueError(f"unknown fault kind {kind!r}; expected one of {ALL_FAULTS}")
+        for kind in batch_create_faults:
+            if kind not in CREATE_FAULTS:
+                raise ValueError(f"unknown create fault {kind!r}; expected one of {CREATE_FAULTS}")
 
         self.responder: Responder = responder or default_responder
         self.logprober: Logprober = logprober or default_logprober
@@ -690,6 +757,13 @@ class FakeOpenAI:
         self.batch_max_bytes = batch_max_bytes
         self.batch_hold = threading.Event()
         """While set, no batch gets past ``in_progress`` (a test kills its client meanwhile)."""
+        self.batch_create_faults = list(batch_create_faults)
+        """What happens to the answer of each accepted ``POST /v1/batches``, in order
+        (``CREATE_FAULTS``; answered normally once the list is used up)."""
+        self.batch_create_hold = threading.Event()
+        """While set, an accepted ``POST /v1/batches`` gets no answer until it is cleared (then
+        its connection is reset): the batch exists, its creator never learns the id (a test
+        kills the creator meanwhile)."""
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, FakeBatch] = {}
 
@@ -767,9 +841,10 @@ class FakeOpenAI:
             return sum(1 for r in self.requests if r.fault == fault)
 
     def batch_creates(self) -> int:
-        """Batches created (``POST /v1/batches`` answered 200)."""
+        """Batches the fake accepted (created), whether or not their creator got the answer:
+        what the provider would bill."""
         with self._lock:
-            return sum(1 for r in self.requests if r.path == "/v1/batches" and r.fault == OK)
+            return len(self.batches)
 
     # -- the Batch API (handler threads) -------------------------------------------------
 
@@ -790,6 +865,9 @@ class FakeOpenAI:
                 "invalid_request_error",
                 None,
             )
+        problem = _metadata_problem(body.get("metadata"))
+        if problem:
+            return 400, _param_error(problem, "metadata")
         f = self.files.get(str(body.get("input_file_id")))
         if f is None or f.purpose != "batch":
             return 400, _error_body(
@@ -857,6 +935,43 @@ class FakeOpenAI:
             }
             self.batches[batch_id] = FakeBatch(obj, lines)
         return 200, dict(obj)
+
+    def _create_fault(self) -> str:
+        """The fate of an accepted create's answer (``batch_create_faults``, then the hold)."""
+        with self._lock:
+            fault = self.batch_create_faults.pop(0) if self.batch_create_faults else OK
+        if self.batch_create_hold.is_set():
+            while self.batch_create_hold.is_set() and not self._stopping.wait(0.02):
+                pass
+            return "reset"
+        return fault
+
+    def _list_batches(self, limit: str, after: str) -> tuple[int, dict[str, Any]]:
+        """One page of ``GET /v1/batches``, newest first (see ``_Handler._batch_list``)."""
+        try:
+            n = int(limit) if limit else LIST_LIMIT_DEFAULT
+        except ValueError:
+            n = 0
+        if not 1 <= n <= LIST_LIMIT_MAX:
+            return 400, _param_error(
+                f"limit must be an integer from 1 to {LIST_LIMIT_MAX}, got {limit!r}", "limit"
+            )
+        with self._lock:
+            newest = [dict(b.obj) for b in reversed(self.batches.values())]
+        start = 0
+        if after:
+            ids = [b["id"] for b in newest]
+            if after not in ids:
+                return 400, _param_error(f"after: no batch {after!r}", "after")
+            start = ids.index(after) + 1
+        page = newest[start : start + n]
+        return 200, {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": start + n < len(newest),
+        }
 
     def _cancel(self, batch_id: str) -> tuple[int, dict[str, Any]]:
         with self._lock:

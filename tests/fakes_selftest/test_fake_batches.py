@@ -1,6 +1,8 @@
 """The batch fakes against the providers' official clients: what ``openai`` and ``anthropic``
 send and parse, the fakes accept and answer, statuses move over polls, and partial failures,
-expiry and limits look as the clients' models expect them."""
+expiry and limits look as the clients' models expect them; batches list newest first in the
+pages the clients' auto-pagination follows, OpenAI's keep their ``metadata``, and a create whose
+answer is lost (reset, a proxy's 502) still made its batch, as on the real services."""
 
 from __future__ import annotations
 
@@ -173,3 +175,111 @@ def test_anthropic_batch_refusals_and_cancel() -> None:
         with pytest.raises(anthropic.AuthenticationError):
             bad.messages.batches.retrieve(b.id)
         assert fake.batch_creates() == 1
+
+
+def _openai_batch(client: Any, text: str, **kw: Any) -> Any:
+    up = client.files.create(
+        file=("in.jsonl", io.BytesIO(_jsonl([_line("k1", text)]))), purpose="batch"
+    )
+    return client.batches.create(
+        input_file_id=up.id, endpoint="/v1/chat/completions", completion_window="24h", **kw
+    )
+
+
+def test_openai_batches_keep_their_metadata_and_list_newest_first_in_pages() -> None:
+    with FakeOpenAI(api_key=KEY) as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0)
+        made = [
+            _openai_batch(client, f"t{i}", metadata={"sealedeval_token": f"tok{i}"})
+            for i in range(5)
+        ]
+        assert made[0].metadata == {"sealedeval_token": "tok0"}
+        assert client.batches.retrieve(made[3].id).metadata == {"sealedeval_token": "tok3"}
+        first = client.batches.list(limit=2)
+        assert [b.id for b in first.data] == [made[4].id, made[3].id] and first.has_more
+        # the client's auto-pagination follows ``after`` = the page's last id until has_more ends
+        listed = list(client.batches.list(limit=2))
+        assert [b.id for b in listed] == [b.id for b in reversed(made)]
+        assert [b.metadata for b in listed][-1] == {"sealedeval_token": "tok0"}
+        last = client.batches.list(limit=2, after=made[1].id)
+        assert [b.id for b in last.data] == [made[0].id] and last.has_more is False
+        assert client.batches.list().data[0].id == made[4].id  # default limit 20
+        with pytest.raises(openai.BadRequestError, match="limit"):
+            client.batches.list(limit=101)
+        with pytest.raises(openai.BadRequestError, match="metadata"):
+            _openai_batch(client, "x", metadata={f"k{i}": "v" for i in range(17)})
+        with pytest.raises(openai.BadRequestError, match="metadata"):
+            _openai_batch(client, "x", metadata={"k": "v" * 513})
+        assert fake.batch_creates() == 5  # refused creates make no batch
+
+
+def test_openai_create_whose_answer_is_lost_still_made_the_batch() -> None:
+    with FakeOpenAI(api_key=KEY, batch_create_faults=["reset", "bad_gateway"]) as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0)
+        with pytest.raises(openai.APIConnectionError):
+            _openai_batch(client, "one", metadata={"sealedeval_token": "lost"})
+        with pytest.raises(openai.InternalServerError):
+            _openai_batch(client, "two", metadata={"sealedeval_token": "proxy"})
+        kept = _openai_batch(client, "three", metadata={"sealedeval_token": "fine"})
+        listed = list(client.batches.list(limit=100))
+        assert [b.metadata for b in listed] == [
+            {"sealedeval_token": "fine"},
+            {"sealedeval_token": "proxy"},
+            {"sealedeval_token": "lost"},
+        ]
+        assert listed[0].id == kept.id and fake.batch_creates() == 3
+        # the lost ones run like any other
+        lost = listed[2]
+        while lost.status not in ("completed", "failed", "expired", "cancelled"):
+            lost = client.batches.retrieve(lost.id)
+        assert lost.status == "completed" and lost.output_file_id
+
+
+def test_anthropic_message_batches_list_newest_first_in_both_directions() -> None:
+    with FakeAnthropic(api_key=KEY) as fake:
+        client = anthropic.Anthropic(base_url=fake.base_url, api_key=KEY, max_retries=0)
+        made = [
+            client.messages.batches.create(
+                requests=[
+                    {"custom_id": f"k{j}", "params": _params(f"b{i}")}  # type: ignore[typeddict-item]
+                    for j in range(i + 1)
+                ]
+            )
+            for i in range(5)
+        ]
+        first = client.messages.batches.list(limit=2)
+        assert [b.id for b in first.data] == [made[4].id, made[3].id] and first.has_more
+        assert first.last_id == made[3].id
+        # auto-pagination follows ``after_id`` = the page's last_id
+        listed = list(client.messages.batches.list(limit=2))
+        assert [b.id for b in listed] == [b.id for b in reversed(made)]
+        # a listed batch shows how many requests it holds, never their custom_ids
+        assert [sum(dict(b.request_counts).values()) for b in listed] == [5, 4, 3, 2, 1]
+        assert "requests" not in listed[0].model_dump()
+        newer = client.messages.batches.list(limit=2, before_id=made[1].id)
+        assert [b.id for b in newer.data] == [made[3].id, made[2].id] and newer.has_more
+        assert [b.id for b in client.messages.batches.list(before_id=made[1].id)] == [
+            made[4].id,
+            made[3].id,
+            made[2].id,
+        ]
+        with pytest.raises(anthropic.BadRequestError, match="limit"):
+            client.messages.batches.list(limit=1001)
+        with pytest.raises(anthropic.NotFoundError):
+            client.messages.batches.list(after_id="msgbatch_nope")
+
+
+def test_anthropic_create_whose_answer_is_lost_still_made_the_batch() -> None:
+    with FakeAnthropic(api_key=KEY, batch_create_faults=["reset", "bad_gateway"]) as fake:
+        client = anthropic.Anthropic(base_url=fake.base_url, api_key=KEY, max_retries=0)
+        reqs = [{"custom_id": "k1", "params": _params("x")}]
+        with pytest.raises(anthropic.APIConnectionError):
+            client.messages.batches.create(requests=reqs)  # type: ignore[arg-type]
+        with pytest.raises(anthropic.InternalServerError):
+            client.messages.batches.create(requests=reqs)  # type: ignore[arg-type]
+        assert fake.batch_creates() == 2
+        listed = list(client.messages.batches.list())
+        assert len(listed) == 2
+        ended = client.messages.batches.retrieve(listed[1].id)
+        assert ended.processing_status == "ended"
+        assert [r.custom_id for r in client.messages.batches.results(ended.id)] == ["k1"]

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -519,17 +520,49 @@ class AnthropicEngine(OpenAIChatEngine):
             compact_body({"custom_id": request.request_key, "params": body}),
         )
 
-    async def batch_submit(self, lines: Sequence[batchapi.BatchLine]) -> str:
+    async def batch_submit(self, lines: Sequence[batchapi.BatchLine], token: str) -> str:
+        """``POST /v1/messages/batches`` with ``{requests}``. ``token`` goes nowhere: the create
+        body has no other field and a batch keeps no metadata (``engines.batch``); a lost
+        answer is found by ``batch_find``'s size match instead."""
         data = b'{"requests":[' + b",".join(line.data for line in lines) + b"]}"
         made = await self._json("POST", self.base_url + BATCHES_PATH, data)
         if not made.get("id"):
             raise EngineError("malformed", "POST /v1/messages/batches: no batch id", response=made)
         return str(made["id"])
 
+    async def _batch_page(self, after: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """One page of ``GET /v1/messages/batches`` (newest first), after ``after_id``."""
+        query = f"?limit={limit}" + (f"&after_id={urllib.parse.quote(after)}" if after else "")
+        doc = await self._json("GET", f"{self.base_url}{BATCHES_PATH}{query}")
+        return batchapi.list_page(doc, f"GET {BATCHES_PATH}")
+
+    async def batch_mark(self) -> str:
+        data, _ = await self._batch_page("", 1)
+        return str(data[0]["id"]) if data else ""
+
+    async def batch_find(self, token: str, count: int, mark: str) -> list[batchapi.Found]:
+        """The batches since ``mark`` holding ``count`` requests (``request_counts`` add up to
+        a batch's size): candidates only, since a listed batch shows nothing else of what it
+        holds; the driver confirms one by its results. One that ended with every request
+        canceled or expired has no answer to give (unusable)."""
+        out = []
+        for doc in await batchapi.look_back(self._batch_page, mark):
+            counts = _counts(doc)
+            if sum(counts.values()) != count:
+                continue
+            st = self._batch_status(str(doc["id"]), doc)
+            answered = counts.get("succeeded", 0) + counts.get("errored", 0)
+            out.append(batchapi.Found(st, "size", usable=not (st.ended and answered == 0)))
+        return out
+
     async def batch_poll(self, batch_id: str) -> batchapi.BatchStatus:
-        doc = await self._json("GET", f"{self.base_url}{BATCHES_PATH}/{batch_id}")
+        return self._batch_status(
+            batch_id, await self._json("GET", f"{self.base_url}{BATCHES_PATH}/{batch_id}")
+        )
+
+    def _batch_status(self, batch_id: str, doc: Mapping[str, Any]) -> batchapi.BatchStatus:
         state = str(doc.get("processing_status") or "")
-        counts = {k: int(v or 0) for k, v in (doc.get("request_counts") or {}).items()}
+        counts = _counts(doc)
         failed = counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0)
         done = counts.get("succeeded", 0) + failed
         url = doc.get("results_url")
@@ -614,6 +647,13 @@ class AnthropicEngine(OpenAIChatEngine):
         return parse_message(
             parsed, _canonical_response(resp.content, parsed), answer=answer, wrapped=wrapped
         )
+
+
+def _counts(doc: Mapping[str, Any]) -> dict[str, int]:
+    """A Message Batch's ``request_counts`` (processing, succeeded, errored, canceled,
+    expired), which "always" add up to the number of requests in it."""
+    raw = doc.get("request_counts")
+    return {str(k): int(v or 0) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def compact_body(body: Mapping[str, Any]) -> bytes:

@@ -17,13 +17,32 @@ Provider limits and prices (named, cited, overridable per engine for tests):
   whichever is reached first"; "all usage is charged at 50% of the standard API prices"
   (https://docs.anthropic.com/en/docs/build-with-claude/batch-processing, "Batch limitations"
   and "Pricing").
+
+Finding a submission on the provider (``batch_mark``, ``batch_find``): a create whose answer is
+lost (a reset, a timeout, a proxy's 5xx after the provider accepted it, a kill) may have made a
+batch all the same, and submitting again would pay twice. Neither API takes an idempotency key
+for a batch create, so the driver takes a *mark* before the first create (the newest batch the
+provider lists) and, before a retry or on the next start, reads the batches listed before the
+mark: the ones created since. What identifies the submission among them differs:
+
+- OpenAI: a batch carries ``metadata`` ("16 key-value pairs", https://platform.openai.com/docs/
+  api-reference/batch/create); ``batch_submit`` puts the submission's token there
+  (``TOKEN_KEY``), so a found batch is certainly this submission (``Found.by == "token"``).
+- Anthropic: a Message Batch carries nothing of its creator's: the create body is ``{requests}``
+  alone, a listed batch shows its id, status, times and ``request_counts``, and its requests'
+  ``custom_id``s appear only in its results, which exist once it has ended
+  (https://docs.anthropic.com/en/api/creating-message-batches, /en/api/listing-message-batches,
+  /en/api/retrieving-message-batch-results). A batch created since the mark holding as many
+  requests is therefore only a *candidate* (``by == "size"``), confirmed or refused by its
+  results: the driver polls it, and if none of its results is one of the submission's requests
+  it was another client's batch and the requests are asked again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from sealedeval.config_types import EngineConfig
 from sealedeval.engines.base import Completion, EngineError, Request
@@ -47,6 +66,15 @@ batch asks it again (``run.batch``)."""
 CANCELLED: Final = "cancelled"
 """Error kind of a request whose batch was cancelled (by someone else: the harness never
 cancels); final for this run, a rerun asks it again like any errored request."""
+
+TOKEN_KEY: Final = "sealedeval_token"
+"""The OpenAI batch ``metadata`` key that holds a submission's token."""
+LIST_PAGE: Final = 100
+"""Batches per list page: OpenAI's largest ``limit`` (1 to 100; Anthropic's is 1 to 1000)."""
+LOOK_BACK_PAGES: Final = 10
+"""The most list pages one look reads: the mark is normally on the first (a look happens seconds
+after the mark, or on the next start); without it (no batch listed at the mark, or the mark's
+batch deleted since) a look stops after 1,000 batches instead of walking a workspace's history."""
 
 BATCH_RETRYABLE: Final = frozenset({"rate_limit", "server", "timeout", "connection", EXPIRED})
 """Per-request errors a follow-up batch asks again (the live path's retryable kinds, and
@@ -147,6 +175,56 @@ class BatchStatus:
     refs: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Found:
+    """A batch the provider lists that may be a submission whose create answer was lost.
+
+    Attributes:
+        status: The batch as the list describes it.
+        by: ``token``: its metadata names the submission (OpenAI: certain); ``size``: created
+            after the mark with as many requests (Anthropic: a candidate its results confirm).
+        usable: Re-attaching can give answers: False for a batch that ended failed, cancelled
+            or expired without a single result, whose requests are submitted anew instead.
+    """
+
+    status: BatchStatus
+    by: str
+    usable: bool
+
+
+async def look_back(
+    page: Callable[[str, int], Awaitable[tuple[list[dict[str, Any]], bool]]],
+    mark: str,
+    pages: int = LOOK_BACK_PAGES,
+) -> list[dict[str, Any]]:
+    """The listed batches newer than ``mark``, newest first (both providers list newest first).
+    ``page(after, limit)`` is one page after the cursor ("" for the first) and whether more
+    follow; the walk stops at the mark, at the end of the list, or after ``pages`` pages."""
+    out: list[dict[str, Any]] = []
+    after = ""
+    for _ in range(pages):
+        data, more = await page(after, LIST_PAGE)
+        for doc in data:
+            if doc["id"] == mark:
+                return out
+            out.append(doc)
+        if not more or not data:
+            break
+        after = str(data[-1]["id"])
+    return out
+
+
+def list_page(doc: dict[str, Any], what: str) -> tuple[list[dict[str, Any]], bool]:
+    """A list answer's batches (each with an id) and ``has_more``; anything else is
+    ``malformed`` (both providers answer ``{data: [...], has_more, ...}``)."""
+    data = doc.get("data")
+    if not isinstance(data, list) or not all(
+        isinstance(b, dict) and isinstance(b.get("id"), str) and b["id"] for b in data
+    ):
+        raise EngineError("malformed", f"{what}: not a list of batches", response=doc)
+    return data, bool(doc.get("has_more"))
+
+
 Outcome = Completion | EngineError
 """What one request of a batch came to: an answer, or its classified error."""
 
@@ -163,8 +241,20 @@ class BatchEngine(Protocol):
         which becomes its error row without being sent."""
         ...
 
-    async def batch_submit(self, lines: Sequence[BatchLine]) -> str:
-        """Create a batch of ``lines``; its id."""
+    async def batch_submit(self, lines: Sequence[BatchLine], token: str) -> str:
+        """Create a batch of ``lines``; its id. ``token`` names the submission where the API can
+        carry it (OpenAI's metadata), so ``batch_find`` can tell it."""
+        ...
+
+    async def batch_mark(self) -> str:
+        """The newest batch the provider lists now ("" when it lists none): what a later
+        ``batch_find`` reads back to. A refused (non-retryable) error: the provider lists no
+        batches, and a lost create answer cannot be looked for."""
+        ...
+
+    async def batch_find(self, token: str, count: int, mark: str) -> list[Found]:
+        """The batches created after ``mark`` that may be the submission ``token`` of ``count``
+        requests (see the module docstring), newest first."""
         ...
 
     async def batch_poll(self, batch_id: str) -> BatchStatus: ...

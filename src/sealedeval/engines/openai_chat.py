@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -381,14 +382,17 @@ class OpenAIChatEngine:
             request.request_key, (head[:-1] + ',"body":').encode() + self.body(request) + b"}\n"
         )
 
-    async def batch_submit(self, lines: Sequence[batchapi.BatchLine]) -> str:
-        """Upload the lines as a JSONL file (``purpose: batch``), then create the batch."""
+    async def batch_submit(self, lines: Sequence[batchapi.BatchLine], token: str) -> str:
+        """Upload the lines as a JSONL file (``purpose: batch``) named after the submission's
+        token, then create the batch with the token in its ``metadata`` (``TOKEN_KEY``), which
+        ``batch_find`` looks for when the create's answer was lost."""
         boundary = f"sealedeval-{uuid.uuid4().hex}"
         data = b"".join(
             [
                 f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n'
                 f"batch\r\n--{boundary}\r\n"
-                'Content-Disposition: form-data; name="file"; filename="batch.jsonl"\r\n'
+                'Content-Disposition: form-data; name="file"; '
+                f'filename="sealedeval-{token}.jsonl"\r\n'
                 "Content-Type: application/jsonl\r\n\r\n".encode(),
                 *(line.data for line in lines),
                 f"\r\n--{boundary}--\r\n".encode(),
@@ -404,14 +408,44 @@ class OpenAIChatEngine:
             "input_file_id": str(up.get("id", "")),
             "endpoint": BATCH_ENDPOINT,
             "completion_window": BATCH_WINDOW,
+            "metadata": {batchapi.TOKEN_KEY: token},
         }
         made = await self._json("POST", self.base_url + "/batches", _encode_body(body).encode())
         if not made.get("id"):
             raise EngineError("malformed", "POST /batches: no batch id", response=made)
         return str(made["id"])
 
+    async def _batch_page(self, after: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """One page of ``GET /batches`` (newest first), after the cursor ``after``."""
+        query = f"?limit={limit}" + (f"&after={urllib.parse.quote(after)}" if after else "")
+        doc = await self._json("GET", f"{self.base_url}/batches{query}")
+        return batchapi.list_page(doc, "GET /batches")
+
+    async def batch_mark(self) -> str:
+        data, _ = await self._batch_page("", 1)
+        return str(data[0]["id"]) if data else ""
+
+    async def batch_find(self, token: str, count: int, mark: str) -> list[batchapi.Found]:
+        """The batches since ``mark`` whose metadata holds ``token``: certainly the submission.
+        One that ended ``failed`` (validation), ``cancelled`` or ``expired`` with no output file
+        has no answer to give: it is reported unusable and the requests go in a new batch."""
+        out = []
+        for doc in await batchapi.look_back(self._batch_page, mark):
+            meta = doc.get("metadata")
+            if isinstance(meta, dict) and meta.get(batchapi.TOKEN_KEY) == token:
+                st = self._batch_status(str(doc["id"]), doc)
+                dead = st.state in ("failed", "cancelled", "expired") and not doc.get(
+                    "output_file_id"
+                )
+                out.append(batchapi.Found(st, "token", usable=not dead))
+        return out
+
     async def batch_poll(self, batch_id: str) -> batchapi.BatchStatus:
-        doc = await self._json("GET", f"{self.base_url}/batches/{batch_id}")
+        return self._batch_status(
+            batch_id, await self._json("GET", f"{self.base_url}/batches/{batch_id}")
+        )
+
+    def _batch_status(self, batch_id: str, doc: Mapping[str, Any]) -> batchapi.BatchStatus:
         state = str(doc.get("status") or "")
         counts = doc.get("request_counts") or {}
         errors = (doc.get("errors") or {}).get("data") or []
