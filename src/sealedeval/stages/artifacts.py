@@ -147,7 +147,9 @@ class Coded(Sequence[Any]):
     The graded columns repeat a few values (engine, grader, category, details, item) or each
     value a few times (request keys: one per grader): four million golden graded rows took
     8 bytes per cell as lists, ~0.5 GB per million raw rows, and the grade stage's peak was
-    that (``benchmarks/scale.py``). Reading a cell is one list index more."""
+    that (``benchmarks/scale.py``). Reading a cell is one list index more. The values need
+    not be distinct: ``stages.grade.GradedTable``'s identity columns are the raw columns,
+    indexed by each graded row's raw row."""
 
     __slots__ = ("codes", "values")
 
