@@ -63,6 +63,7 @@ SAME_WORKER = {
 """Test files that share a per-process build: one work unit, so it is built once."""
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is absent
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` with the longest work unit first.
 
