@@ -3,9 +3,11 @@ config/ and data/, so tests exercise the real seal → run → publish → audit
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +45,51 @@ def project(tmp_path: Path) -> Callable[..., Path]:
         return make_project(tmp_path / name, **kw)
 
     return factory
+
+
+# -- parallel runs: `pytest -n 2` (pytest-xdist; pyproject's addopts make it `--dist loadfile`) --
+
+DURATIONS = Path(__file__).with_name("durations.json")
+"""Seconds (setup + call + teardown) of each test that takes 0.5 s or more, as last measured
+(``python -m tests.durations LOG`` rewrites it from a ``--durations=0`` report). Only the order in
+which a parallel run hands out its work units reads it: a stale or missing entry costs balance,
+never a result."""
+UNLISTED_S = 0.05  # a test not in durations.json
+SAME_WORKER = {
+    # one session-wide build (html_fixture.tiny_report, cached per process) serves both files
+    "tests/publish/test_html_report.py": "tests/publish/html_fixture.py",
+    "tests/publish/test_html_browser.py": "tests/publish/html_fixture.py",
+}
+"""Test files that share a per-process build: one work unit, so it is built once."""
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is absent
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the longest work unit first.
+
+    A work unit is a test file (so its module fixtures, often a built and published project,
+    are set up once, on one worker), or the files of ``SAME_WORKER`` together. Whenever a worker
+    needs work it gets the pending unit with the most seconds in ``durations.json``: the long
+    units start at once and the short ones fill in at the end, so the workers finish together
+    (xdist's own order is by number of tests, which puts a file of one 90-s test last)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # only a parallel run has xdist loaded
+
+    known: dict[str, float] = (
+        json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.exists() else {}
+    )
+
+    class LongestFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SAME_WORKER.get(module, module)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            def seconds(unit: str) -> float:
+                return sum(known.get(t, UNLISTED_S) for t in self.workqueue[unit])
+
+            self.workqueue.move_to_end(max(self.workqueue, key=seconds), last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)

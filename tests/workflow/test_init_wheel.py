@@ -34,9 +34,19 @@ pytestmark = [
 
 
 def _fresh_venv(tmp: Path) -> Path:
+    # Built from a copy of what the wheel is made of: pip builds in the source tree, and its
+    # build/ and egg-info must not appear in the checkout under tests running beside this one
+    # (`pytest -n`: the image build reads the checkout as its context).
+    src = tmp / "src-tree"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    shutil.copytree(
+        REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     dist = tmp / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)],
         check=True,
         capture_output=True,
         text=True,
@@ -52,6 +62,9 @@ def _fresh_venv(tmp: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=600,
+        # a PYTHONPATH to a checkout's src/ (and its egg-info) makes pip skip the wheel as
+        # already installed; the test runs the venv without it too
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     purelib = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],

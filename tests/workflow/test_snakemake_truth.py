@@ -67,10 +67,11 @@ def engine_family_sizes(root: Path) -> dict[str, set[int]]:
     return out
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "myeval"
-    assert cli(tmp_path, "init", str(root)).returncode == 0
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project sealed, committed and built once (each test used to build the same one)."""
+    root = tmp_path_factory.mktemp("truth") / "myeval"
+    assert cli(root.parent, "init", str(root)).returncode == 0
     set_engines(root, ["reference", "ref2"])
     if not (root / ".git").exists():
         git(root, "init", "-q", "-b", "main")
@@ -79,6 +80,15 @@ def project(tmp_path: Path) -> Path:
     assert rc == 0, out[-3000:]
     assert "example: seal pre-registered" in out
     assert "Seal: **pre-registered**" in report(root)
+    return root
+
+
+@pytest.fixture()
+def project(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the built project (``.git`` and ``.snakemake`` too, times kept, so
+    Snakemake finds it up to date) for one test to change."""
+    root = tmp_path / "myeval"
+    shutil.copytree(built, root, symlinks=True)
     return root
 
 
