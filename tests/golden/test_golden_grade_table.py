@@ -1,6 +1,6 @@
 """Golden's column-wise grade (``grade_table``, what the grade stage uses) gives the same graded
 table, byte for byte once written, and the same analysis as its row-by-row grade
-(``iter_grade``), on a run that has every kind of row: answers right and wrong, repeated and
+(``iter_grade``), on a run with answers right and wrong, repeated and
 distinct, failed calls, agent branches, judge replies on answers, injection and
 attribute-swap probes — rows as plain dicts and as ``latest_records`` reads them."""
 
