@@ -123,7 +123,7 @@ import sealedeval.publish.build as B
 import sealedeval.stages.pipeline as P
 from sealedeval.config import load_config
 from sealedeval.plugins import get_suite
-phases = {}
+phases, peaks = {}, {}
 def timed(owner, name, label):
     f = getattr(owner, name)
     def g(*a, **k):
@@ -132,6 +132,7 @@ def timed(owner, name, label):
             return f(*a, **k)
         finally:
             phases[label] = phases.get(label, 0.0) + time.perf_counter() - t
+            peaks.setdefault(label, peak_mb())  # the process's peak when the phase first ends
     setattr(owner, name, g)
 suite = type(get_suite("golden"))
 timed(P, "latest_records", "read raw (harness)")
@@ -152,7 +153,8 @@ text, report = B.assemble(cfg, docs)
 dt = time.perf_counter() - t0
 (root / "results").mkdir(exist_ok=True)
 (root / "results/result.json").write_text(text)
-print(json.dumps({"build_s": dt, "phases": phases, "bytes": len(text), "rss_mb": peak_mb()}))
+print(json.dumps({"build_s": dt, "phases": phases, "peaks": peaks, "bytes": len(text),
+                  "rss_mb": peak_mb()}))
 """
 )
 
@@ -307,6 +309,12 @@ def generate(
     return start
 
 
+def _part_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
 def child(code: str, root: Path, timeout: float) -> dict[str, Any] | str:
     """Run a measurement child; its JSON line, or why there is none."""
     try:
@@ -331,6 +339,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument(
+        "--project",
+        type=Path,
+        help="measure a project kept by an earlier --keep run (its rows; --n etc. are ignored)",
+    )
+    ap.add_argument(
         "--distinct-answers",
         action="store_true",
         help="every plain answer its own text (no two rows graded alike: the graders' worst case)",
@@ -338,11 +351,15 @@ def main() -> int:
     a = ap.parse_args()
     from tests.projects import make_project
 
-    tmp = Path(tempfile.mkdtemp(prefix="sealedeval-scale-"))
-    root = make_project(tmp / "proj")
-    t0 = time.perf_counter()
-    rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render, a.distinct_answers)
-    gen_s = time.perf_counter() - t0
+    if a.project is not None:
+        root, tmp = a.project.resolve(), None
+        rows, gen_s = sum(_part_rows(p) for p in (root / "results/raw").rglob("*.parquet")), 0.0
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="sealedeval-scale-"))
+        root = make_project(tmp / "proj")
+        t0 = time.perf_counter()
+        rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render, a.distinct_answers)
+        gen_s = time.perf_counter() - t0
     disk = sum(f.stat().st_size for f in (root / "results/raw").rglob("*.parquet"))
     print(
         f"rows {rows:,} ({min(rows, a.render):,} genuine) in parts of {a.rows_per_part:,} "
@@ -371,7 +388,10 @@ def main() -> int:
                 f"whole build (every stage + publish) → result.json ({b['bytes']:,} bytes): "
                 f"{b['build_s']:.1f} s, "
                 f"peak RSS {b['rss_mb']:,.0f} MB; by phase: "
-                + ", ".join(f"{k} {v:.1f} s" for k, v in b["phases"].items())
+                + ", ".join(
+                    f"{k} {v:.1f} s (peak so far {b['peaks'][k]:,.0f} MB)"
+                    for k, v in b["phases"].items()
+                )
             )
     else:
         print(
@@ -379,7 +399,7 @@ def main() -> int:
             "grading, planning and all-k pass@k table dominate; see its phases at "
             "--n 20000)"
         )
-    if not a.keep:
+    if tmp is not None and not a.keep:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)

@@ -75,3 +75,83 @@ def test_a_part_removed_before_its_column_is_read_is_one_clear_error(
         f.unlink()
     with pytest.raises(raw.UserError, match="corrupt raw-run part"):
         got[0]["output_text"]
+
+
+def _write_keys(root: Path, seed: int, keys: list[str]) -> list[Path]:
+    """Two engines drawing from one key pool: keys repeat within and across engines, some
+    keys only ever fail, and their attempts often finish at the same second."""
+    rng = random.Random(seed)
+    for engine in ("b", "a"):
+        writer = RawWriter(raw_dir(root, "s", engine), flush_rows=7)
+        for i in range(150):
+            row: dict[str, Any] = {c: "" for c in REQUIRED_COLUMNS} | ROW_DEFAULTS
+            key = rng.choice(keys)
+            failing = keys.index(key) % 5 == 0
+            row |= {
+                "request_key": key,
+                "engine": engine,
+                "status": "error" if failing else rng.choice(["ok", "error", "refused"]),
+                "finished_at": f"2026-01-01T00:00:{rng.randrange(3):02d}Z",
+                "output_text": f"answer {i}",
+                "repeat": i,
+                "seed": i,
+                "sealed": True,
+            }
+            writer.append(row)
+        writer.close()
+    return raw_files(root, "s")
+
+
+def _hex_key(rng: random.Random, width: int) -> str:
+    return f"{rng.getrandbits(width * 4):0{width}x}"
+
+
+@pytest.mark.parametrize(
+    ("shape", "fast"),
+    [
+        ("sha256 hex, 32 digits", True),
+        ("sha256 hex, 64 digits (imported rows)", True),
+        ("32 and 64 digits mixed", False),
+        ("upper-case hex", False),
+        ("not hex", False),
+    ],
+)
+@pytest.mark.parametrize("seed", [5, 6])
+def test_hex_keys_choose_the_rows_the_row_rule_picks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, fast: bool, seed: int
+) -> None:
+    """Keys that are hex digits of one width are sorted as integers (``_latest_hex``); any
+    other keys go through Arrow's string sort. Both give the row rule's rows, in order."""
+    rng = random.Random(seed)
+    keys = {
+        "sha256 hex, 32 digits": [_hex_key(rng, 32) for _ in range(30)],
+        "sha256 hex, 64 digits (imported rows)": [_hex_key(rng, 64) for _ in range(30)],
+        "32 and 64 digits mixed": [_hex_key(rng, rng.choice([32, 64])) for _ in range(30)],
+        "upper-case hex": [_hex_key(rng, 32).upper() for _ in range(30)],
+        "not hex": [f"key-{i:027d}" for i in range(30)],
+    }[shape]
+    files = _write_keys(tmp_path, seed, keys)
+    used: list[str] = []
+    arrow = raw._latest_arrow
+    monkeypatch.setattr(raw, "_latest_arrow", lambda t: used.append("arrow") or arrow(t))
+    for eager in (10**9, 0):
+        monkeypatch.setattr(raw, "_EAGER_ROWS", eager)
+        expected = sorted(
+            latest_rows(read_raw(files).to_pylist()).values(),
+            key=lambda r: (r["engine"], r["request_key"]),
+        )
+        assert [dict(r) for r in latest_records(files)] == expected
+    assert used == ([] if fast else ["arrow", "arrow"])
+
+
+def test_hex_words_order_and_equality_are_the_strings() -> None:
+    rng = random.Random(7)
+    keys = sorted({_hex_key(rng, 32) for _ in range(500)} | {"0" * 32, "f" * 32})
+    words = raw._hex_words(raw.pa.array(keys))
+    assert words is not None and words.shape == (len(keys), 2)
+    as_ints = [(int(a), int(b)) for a, b in words]
+    assert as_ints == sorted(as_ints) and len(set(as_ints)) == len(keys)
+    assert as_ints[0] == (0, 0) and as_ints[-1] == (2**64 - 1, 2**64 - 1)
+    assert [f"{a:016x}{b:016x}" for a, b in as_ints] == keys
+    for bad in (["abc"], ["g" * 32], ["A" * 32], [None, "0" * 32], ["0" * 16, "0" * 32]):
+        assert raw._hex_words(raw.pa.array(bad, raw.pa.string())) is None

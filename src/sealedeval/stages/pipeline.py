@@ -79,7 +79,7 @@ def load_items(cfg: Config, name: str, rubric_sha256: str) -> list[dict[str, Any
     return generate_items(cfg, name, rubric_sha256)
 
 
-def latest(cfg: Config, name: str) -> list[RawRecord]:
+def latest(cfg: Config, name: str) -> Sequence[RawRecord]:
     rows = latest_records(raw_files(cfg.root, name))
     if not rows:
         raise UserError(f"results/raw/{name}: no raw runs; run `sealedeval run {name}` first")

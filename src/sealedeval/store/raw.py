@@ -15,14 +15,15 @@ always a prefix of the runs' rows in flush order.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import pyarrow.parquet as pq
 
@@ -301,11 +302,8 @@ def _column_batches(paths: Sequence[Path], batch_rows: int) -> Iterator[list[lis
     """
     pools: list[dict[Any, Any]] = [{} for _ in _COLUMNS]
     for p in paths:
+        pf = _open_part(p)
         try:
-            pf = pq.ParquetFile(p, read_dictionary=_SHARED)
-            missing = set(_COLUMNS) - set(pf.schema_arrow.names)
-            if missing:
-                raise _corrupt(p, f"no column {sorted(missing)[0]!r}")
             for batch in pf.iter_batches(batch_size=batch_rows, columns=list(_COLUMNS)):
                 yield [_pylist(batch.column(c), pools[i]) for i, c in enumerate(_COLUMNS)]
         except (pa.ArrowInvalid, OSError) as e:
@@ -385,18 +383,19 @@ class _LatestColumns:
         import numpy as np
 
         self._paths = list(paths)
-        self._take = take  # numpy int64 positions
+        self._n = len(take)
         self.loaded: dict[str, list[Any]] = {}
         # per part: the output slots its chosen rows fill, their rows within the part and the
         # part's table when it was read whole (else it is read again, by column, on demand)
         self._parts: list[tuple[Path, Any, Any, pa.Table | None]] = []
-        start = 0
-        for i, (p, size) in enumerate(zip(self._paths, sizes, strict=True)):
-            where = np.flatnonzero((take >= start) & (take < start + size))
+        by_part = np.argsort(take, kind="stable")  # output slots in read order
+        bounds = np.searchsorted(take[by_part], np.cumsum([0, *sizes]))
+        for i, (p, start) in enumerate(zip(self._paths, np.cumsum([0, *sizes[:-1]]), strict=True)):
+            where = by_part[bounds[i] : bounds[i + 1]]
             if len(where):
                 held = tables[i] if tables is not None else None
-                self._parts.append((p, where, pa.array(take[where] - start), held))
-            start += size
+                local = (take[where] - start).astype(np.int32 if sizes[i] < 2**31 else np.int64)
+                self._parts.append((p, where, pa.array(local), held))
 
     def column(self, i: int) -> list[Any]:
         name = _COLUMNS[i]
@@ -405,13 +404,13 @@ class _LatestColumns:
             # a few rows in many parts (a small project's runs): every column in one read
             # per part, as a file open and a read per part and column cost more than the
             # values (1.7 s of 3 s of `sealedeval analyze golden` on 130 parts of 946 rows)
-            eager = len(self._take) <= _EAGER_ROWS
+            eager = self._n <= _EAGER_ROWS
             self.loaded.update(self._load(list(_COLUMNS) if eager else [name]))
             col = self.loaded[name]
         return col
 
     def _load(self, names: list[str]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {n: [None] * len(self._take) for n in names}
+        out: dict[str, list[Any]] = {n: [None] * self._n for n in names}
         pools: dict[str, dict[Any, Any]] = {n: {} for n in names}
         for p, where, local, held in self._parts:
             try:
@@ -459,51 +458,77 @@ class LatestRecord(RawRecord):
         return f"RawRecord({dict(self)!r})"
 
 
-def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> list[RawRecord]:
+def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> Sequence[RawRecord]:
     """One row per request key, in a canonical order (so everything downstream is stable).
 
     The same rows as ``latest_rows(read_raw(paths).to_pylist())`` sorted by (engine, key): the
     ok one if any (the first ok read wins), else the latest attempt (ties: the first read).
-    The choice is made column-wise in Arrow on the four columns it needs (a sort on key, ok
-    first, then finished_at descending, then read order; the first row of each key wins);
-    the rows are ``LatestRecord``s over columns read only when first asked for. At a million
-    rows the row-by-row reader this replaced held ~1.2 KB of Python objects a row, now ~0.1 KB
-    plus the columns the suite reads. ``batch_rows`` is kept for callers; reading is per part.
+    The choice is made column-wise on the four columns it needs (``_latest_hex``, else
+    ``_latest_arrow``); the rows are ``LatestRecord``s over columns read only when first asked
+    for, made on access (``LatestRows``). ``batch_rows`` is kept for callers; reading is per
+    part.
     """
+    sizes = []
+    for p in paths:
+        pf = _open_part(p)
+        sizes.append(pf.metadata.num_rows)
+    # A small project's runs (a few rows in many parts): every column in this one read per
+    # part, kept for the columns asked for later; opening each part twice was a third of
+    # reading them (`sealedeval analyze golden`: 125 parts of ~3 rows per engine). A large
+    # one's parts are opened again when read: an open reader holds ~2 MB of buffers (200 MB
+    # for the 100 parts of 10,000,000 rows).
+    eager = sum(sizes) <= _EAGER_ROWS
+    held: dict[int, pa.Table] = {}
+    _HELD.clear()
+
+    def part(i: int) -> pa.Table:
+        t = held.get(i)
+        if t is None:
+            try:
+                t = _open_part(paths[i]).read(columns=list(_COLUMNS if eager else _SELECT))
+            except (pa.ArrowInvalid, OSError) as e:
+                raise _corrupt(paths[i], e) from e
+            if eager:
+                held[i] = t
+                _HELD[_held_key(paths[i])] = t
+        return t.select(list(_SELECT))
+
+    if eager:
+        for i in range(len(paths)):
+            part(i)
+    if sum(sizes) == 0:
+        return []
+    chosen = _latest_hex(part, sizes)
+    if chosen is None:
+        chosen = _latest_arrow([part(i) for i in range(len(paths))])
+    tables = [held[i] for i in range(len(paths))] if eager else None
+    cols = _LatestColumns(paths, sizes, chosen, tables)
+    return LatestRows(cols, len(chosen))
+
+
+def _open_part(p: Path) -> pq.ParquetFile:
+    """A part's reader, its string columns but unique ones read dictionary-encoded; a part
+    that is not valid Parquet, or lacks a raw column, is a one-line user error."""
+    try:
+        pf = pq.ParquetFile(p, read_dictionary=_SHARED)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise _corrupt(p, e) from e
+    missing = set(_COLUMNS) - set(pf.schema_arrow.names)
+    if missing:
+        raise _corrupt(p, f"no column {sorted(missing)[0]!r}")
+    return pf
+
+
+def _latest_arrow(tables: Sequence[pa.Table]) -> Any:
+    """``latest_records``' choice for any keys: a sort in Arrow on key, ok first, then
+    finished_at descending, then read order; the first row of each key wins. Holds the four
+    columns of every row at once (~300 B a row with Arrow's sort): the general case."""
     import numpy as np
     import pyarrow.compute as pc
 
     schema = pa.schema([RAW_SCHEMA.field(c) for c in _SELECT])
-    files = []
-    for p in paths:
-        try:
-            pf = pq.ParquetFile(p, read_dictionary=_SHARED)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise _corrupt(p, e) from e
-        missing = set(_COLUMNS) - set(pf.schema_arrow.names)
-        if missing:
-            raise _corrupt(p, f"no column {sorted(missing)[0]!r}")
-        files.append(pf)
-    # A small project's runs (a few rows in many parts): every column in this one read per
-    # part, kept for the columns asked for later; opening each part twice was a third of
-    # reading them (`sealedeval analyze golden`: 125 parts of ~3 rows per engine).
-    eager = sum(pf.metadata.num_rows for pf in files) <= _EAGER_ROWS
-    tables, full = [], []
-    _HELD.clear()
-    for p, pf in zip(paths, files, strict=True):
-        try:
-            t = pf.read(columns=list(_COLUMNS if eager else _SELECT))
-        except (pa.ArrowInvalid, OSError) as e:
-            raise _corrupt(p, e) from e
-        if eager:
-            full.append(t)
-            _HELD[_held_key(p)] = t
-        t = t.select(list(_SELECT))
-        tables.append(t.cast(schema) if t.schema != schema else t)
-    n = sum(t.num_rows for t in tables)
-    if n == 0:
-        return []
-    t = pa.concat_tables(tables)
+    t = pa.concat_tables([tb.cast(schema) if tb.schema != schema else tb for tb in tables])
+    n = t.num_rows
     ok = pc.fill_null(pc.equal(t["status"], "ok"), False)
     rank = pa.table(
         {
@@ -534,26 +559,189 @@ def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> list[R
             "k": pc.take(t["request_key"], pa.array(chosen)),
         }
     )
-    final = chosen[np.asarray(pc.sort_indices(by, [("e", "ascending"), ("k", "ascending")]))]
-    cols = _LatestColumns(paths, [tb.num_rows for tb in tables], final, full or None)
-    return LatestRows(cols, len(final))
+    return chosen[np.asarray(pc.sort_indices(by, [("e", "ascending"), ("k", "ascending")]))]
 
 
-class LatestRows(list[RawRecord]):
-    """``latest_records``' rows: a list of ``LatestRecord``s that also hands out a whole
-    column (``record_column``), so a suite that reads one field of every row at a million
-    rows takes the shared column list instead of a million single-cell lookups."""
+@functools.cache
+def _hex_digits() -> Any:
+    """Byte → value of a lowercase hex digit, 255 for every other byte."""
+    import numpy as np
+
+    table = np.full(256, 255, dtype=np.uint8)
+    for value, char in enumerate(b"0123456789abcdef"):
+        table[char] = value
+    return table
+
+
+def _hex_words(col: pa.Array | pa.ChunkedArray) -> Any | None:
+    """Keys as big-endian uint64 words, shape (rows, width // 16), when every key is ``width``
+    lowercase hex digits (a positive multiple of 16, the same for all; no nulls): equal words
+    are equal keys and word order is string order. Else None.
+
+    Request keys are sha256 hex (32 digits, 64 for imported rows): as two words a key is 16
+    bytes that numpy sorts, against ~40 B as an Arrow string plus Arrow's sort of them.
+    """
+    import numpy as np
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    n = len(arr)
+    off_type = np.dtype(np.int32 if pa.types.is_string(arr.type) else np.int64)
+    _, off_buf, data_buf = arr.buffers()
+    offs = np.frombuffer(
+        off_buf, dtype=off_type, count=n + 1, offset=arr.offset * off_type.itemsize
+    )
+    width = int(offs[1] - offs[0])
+    if width == 0 or width % 16 or np.any(np.diff(offs) != width):
+        return None
+    digits = _hex_digits()[
+        np.frombuffer(data_buf, dtype=np.uint8, count=n * width, offset=int(offs[0]))
+    ].reshape(n, width)
+    if digits.max() > 15:
+        return None
+    packed = np.ascontiguousarray((digits[:, 0::2] << 4) | digits[:, 1::2])
+    return packed.view(">u8").astype(np.uint64)
+
+
+def _latest_hex(part: Callable[[int], pa.Table], sizes: Sequence[int]) -> Any | None:
+    """``latest_records``' choice when every key is hex of one width (``_hex_words``), else
+    None: the same rows as ``_latest_arrow``, ~35 B a row instead of ~300.
+
+    Parts are read one at a time into preallocated numpy columns (key words, ok, engine code);
+    only failed attempts keep their finished_at. A stable sort on (key, not ok) puts each
+    key's first ok read first; a key with failed attempts only takes its latest (Arrow's sort
+    on those rows alone: finished_at descending, nulls last, then read order).
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    total = sum(sizes)
+    words: list[Any] = []
+    notok = np.empty(total, dtype=bool)
+    engine = np.empty(total, dtype=np.int32)
+    names: dict[str, int] = {}
+    fail_pos: list[Any] = []
+    fail_fin: list[pa.Array] = []
+    start = 0
+    for i, size in enumerate(sizes):
+        if size == 0:
+            continue
+        t = part(i)
+        n = t.num_rows
+        w = _hex_words(t["request_key"])
+        if w is None or n != size or (words and w.shape[1] != len(words)):
+            return None
+        if not words:
+            words = [np.empty(total, dtype=np.uint64) for _ in range(w.shape[1])]
+        for j, col in enumerate(words):
+            col[start : start + n] = w[:, j]
+        status = t["status"].cast(pa.string())
+        ok = pc.fill_null(pc.equal(status, "ok"), False).to_numpy()
+        notok[start : start + n] = ~ok
+        enc = pc.dictionary_encode(t["engine"].cast(pa.string()).combine_chunks())
+        if enc.null_count:
+            return None  # Arrow's sort places null engines; rare enough to leave to it
+        code = np.array(
+            [names.setdefault(v, len(names)) for v in enc.dictionary.to_pylist()], dtype=np.int32
+        )
+        engine[start : start + n] = code[enc.indices.to_numpy()]
+        bad = np.flatnonzero(~ok)
+        if len(bad):
+            fail_pos.append(bad + start)
+            fail_fin.append(t["finished_at"].take(pa.array(bad)).combine_chunks())
+        start += n
+    if start != total or not words:
+        return None
+    order = np.lexsort((notok, *reversed(words)))  # last key first; stable: read order
+    new = np.zeros(total, dtype=bool)
+    new[0] = True
+    for col in words:
+        s = col[order]
+        new[1:] |= s[1:] != s[:-1]
+        del s
+    starts = np.flatnonzero(new)
+    del new
+    if len(starts) == total:  # every key read once (a run without retries): no choice to make
+        first, redo = order, starts[:0]
+    else:
+        first = order[starts]
+        sizes_g = np.diff(starts, append=total)
+        redo = np.flatnonzero(notok[first] & (sizes_g > 1))
+    del notok
+    if len(redo):  # keys with failed attempts only: the latest finished, ties the first read
+        size_r = sizes_g[redo]
+        gid = np.repeat(np.arange(len(redo)), size_r)
+        within = np.arange(int(size_r.sum())) - np.repeat(np.cumsum(size_r) - size_r, size_r)
+        members = order[np.repeat(starts[redo], size_r) + within]
+        fpos = np.concatenate(fail_pos)
+        fin = pa.chunked_array(fail_fin, type=pa.string()).take(
+            pa.array(np.searchsorted(fpos, members))
+        )
+        sub = pa.table({"g": gid, "fin": fin, "pos": members})
+        so = np.asarray(
+            pc.sort_indices(sub, [("g", "ascending"), ("fin", "descending"), ("pos", "ascending")])
+        )
+        g = gid[so]
+        lead = np.ones(len(g), dtype=bool)
+        lead[1:] = g[1:] != g[:-1]
+        first[redo] = members[so[lead]]
+    del order, starts
+    rank = np.empty(len(names), dtype=np.int32)
+    for r, name in enumerate(sorted(names)):
+        rank[names[name]] = r
+    by = [rank[engine[first]]]
+    del engine
+    while words:  # each column's chosen rows, the column itself let go
+        by.insert(0, words.pop(0)[first])
+    return first[np.lexsort(by)]
+
+
+class LatestRows(Sequence[RawRecord]):
+    """``latest_records``' rows: a read-only sequence of ``LatestRecord``s made on access,
+    that also hands out a whole column (``record_column``).
+
+    A record is two slots over the shared columns, but ten million of them held at once were
+    ~1 GB (``benchmarks/scale.py --n 10000000``): nothing keeps a row object alive that nobody
+    is looking at. A suite that reads one field of every row takes the column instead.
+    """
+
+    __slots__ = ("_n", "latest_columns")
 
     def __init__(self, columns: _LatestColumns, n: int) -> None:
-        super().__init__(LatestRecord(columns, i) for i in range(n))
         self.latest_columns = columns
+        self._n = n
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        """Rows and columns stay aligned: a changed list would hand out the wrong column."""
-        raise TypeError("latest rows are read-only; copy them first (list(rows))")
+    def __len__(self) -> int:
+        return self._n
 
-    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    @overload
+    def __getitem__(self, i: int) -> RawRecord: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[RawRecord]: ...
+    def __getitem__(self, i: int | slice) -> RawRecord | list[RawRecord]:
+        if isinstance(i, slice):
+            return [LatestRecord(self.latest_columns, j) for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("latest row index out of range")
+        return LatestRecord(self.latest_columns, i)
+
+    def __iter__(self) -> Iterator[RawRecord]:
+        c = self.latest_columns
+        return (LatestRecord(c, j) for j in range(self._n))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same rows (as the list it used to be)."""
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LatestRows({self._n} rows)"
 
 
 def record_column(rows: Sequence[Mapping[str, Any]], name: str) -> Sequence[Any]:

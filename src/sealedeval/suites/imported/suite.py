@@ -36,7 +36,7 @@ from sealedeval.stats.comparisons import (
     paired_comparison,
 )
 from sealedeval.stats.metrics import Metric, metric, point_metric, rate_metric, status_counts
-from sealedeval.store.raw import latest_records, raw_files
+from sealedeval.store.raw import RawRecord, latest_records, raw_files
 from sealedeval.suites.imported import aggregations, present, scores
 from sealedeval.suites.tasks.analysis import item_mean_comparison, rate, reduce_outcomes
 
@@ -241,8 +241,7 @@ class ImportedSuite:
         return list(dict.fromkeys(out))
 
     # -- items and requests: what was imported ------------------------------------------------
-    def _rows(self, cfg: Config) -> list[Any]:
-
+    def _rows(self, cfg: Config) -> Sequence[RawRecord]:
         return latest_records(raw_files(cfg.root, self.name))
 
     def generate(self, ctx: GenerateContext) -> list[dict[str, Any]]:
