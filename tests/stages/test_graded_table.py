@@ -117,11 +117,17 @@ def test_the_stage_prefers_grade_table_and_adds_provenance_and_order(
 )
 def test_sorting_coded_string_keys_is_pythons_stable_sort(rows: list[tuple[str, str, int]]) -> None:
     """The integer-rank sort of ``Coded`` string columns orders as ``sorted`` does, stably
-    (the third column, not a key, shows the order among equal keys)."""
+    (the third column, not a key, shows the order among equal keys): values ranked in Python
+    or by Arrow, order checked in one chunk or in chunks of two rows."""
     dicts = [{"e": e, "k": k, "n": n} for e, k, n in rows]
-    table = GradedRows.from_rows(dicts)
-    got = [(g["e"], g["k"], g["n"]) for g in table.sorted_by(["e", "k"])]
-    assert got == sorted(rows, key=lambda r: (r[0], r[1]))
+    expected = sorted(rows, key=lambda r: (r[0], r[1]))
+    for arrow_from, chunk in ((65_536, 1 << 20), (0, 2)):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(artifacts, "_RANK_IN_ARROW", arrow_from)
+            mp.setattr(artifacts, "_SORTED_CHUNK", chunk)
+            table = GradedRows.from_rows(dicts)
+            out = table.sorted_by(["e", "k"])
+            assert [(g["e"], g["k"], g["n"]) for g in out] == expected
 
 
 def test_an_already_sorted_table_is_returned_as_it_is() -> None:

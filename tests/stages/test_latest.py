@@ -155,3 +155,30 @@ def test_hex_words_order_and_equality_are_the_strings() -> None:
     assert [f"{a:016x}{b:016x}" for a, b in as_ints] == keys
     for bad in (["abc"], ["g" * 32], ["A" * 32], [None, "0" * 32], ["0" * 16, "0" * 32]):
         assert raw._hex_words(raw.pa.array(bad, raw.pa.string())) is None
+
+
+def test_rows_at_reads_the_rows_at_its_positions() -> None:
+    rows = [{"i": i} for i in range(10)]
+    view = raw.RowsAt(rows, [7, 2, 2])
+    view.append(9)
+    assert len(view) == 4 and list(view) == [rows[7], rows[2], rows[2], rows[9]]
+    assert view[0] is rows[7] and view[-1] is rows[9]
+    assert list(view[1:3]) == [rows[2], rows[2]] and isinstance(view[1:3], raw.RowsAt)
+    both = view + raw.RowsAt(rows, [0])
+    assert isinstance(both, raw.RowsAt) and list(both) == [*view, rows[0]]
+    mixed = (view + [rows[5]], [rows[5]] + view)  # noqa: RUF005 (the operators are tested)
+    assert list(mixed[0]) == [*view, rows[5]] and mixed[1] == [rows[5], *view]
+    assert list(view.positions) == [7, 2, 2, 9]
+    assert not raw.RowsAt(rows)
+
+
+@pytest.mark.parametrize("n", [10, 5000])
+def test_integer_columns_read_through_a_pool_keep_their_values(n: int) -> None:
+    pool: dict[Any, Any] = {}
+    values = [(i * 7919) % 300 + 10**6 for i in range(n)]  # few distinct, none cached by Python
+    got = raw._pylist(raw.pa.array(values, raw.pa.int64()), pool)
+    assert got == values
+    if n >= raw._POOL_INTS:
+        assert len({id(v) for v in got}) == len(set(values))  # one object per value
+    unique = list(range(10**6, 10**6 + n))  # all distinct: no pool is grown for them
+    assert raw._pylist(raw.pa.array(unique, raw.pa.int64()), {}) == unique

@@ -33,7 +33,7 @@ from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stages.artifacts import GradedRows, graded_column
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
-from sealedeval.store.raw import record_column
+from sealedeval.store.raw import RowsAt, record_column
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
 from sealedeval.suites.golden.items import (
     load_attribute_swap,
@@ -214,27 +214,41 @@ class GoldenSuite:
         for j, k in enumerate(gkey):
             if k in main_keys:
                 main_graded[graded[j]["engine"]].append(j)
-        for eng in sorted(set(ecol)):
-            idx = [i for i, e in enumerate(ecol) if e == eng]
-            erows = [rows[i] for i in idx]
+        # Views by position, not lists of rows: each row is read when a table reads it (at ten
+        # million rows, lists by engine and condition held one row object per slot).
+        at_engine: dict[str, RowsAt[Mapping[str, Any]]] = {}
+        for i, e in enumerate(ecol):
+            view = at_engine.get(e)
+            if view is None:
+                view = at_engine[e] = RowsAt(rows)
+            view.append(i)
+        for eng in sorted(at_engine):
+            erows = at_engine[eng]
+            idx = erows.positions
             cat_of = cat_by_engine[eng]
             egraded = [graded[j] for j in main_graded[eng]]  # the main answers' graded rows
             counts = status_counts(erows)
-            answers = [rows[i] for i in idx if kind[ccol[i]] == "answer"]
-            by_cond: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+            answers = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "answer"))
+            by_cond: dict[str, RowsAt[Mapping[str, Any]]] = {}
             for i in idx:
-                if kind[ccol[i]] == "answer":
-                    by_cond[ccol[i]].append(rows[i])
-            jrows = [rows[i] for i in idx if kind[ccol[i]] == "judge"]
-            prows = [rows[i] for i in idx if kind[ccol[i]] == "probe"]
-            mains = [r for c, rs in by_cond.items() if c.endswith("/main") for r in rs]
+                c = ccol[i]
+                if kind[c] == "answer":
+                    view = by_cond.get(c)
+                    if view is None:
+                        view = by_cond[c] = RowsAt(rows)
+                    view.append(i)
+            jrows = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "judge"))
+            prows = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "probe"))
+            mains = RowsAt(
+                rows, (i for c, v in by_cond.items() if c.endswith("/main") for i in v.positions)
+            )
             present = sorted({design.split_condition(c)[0] for c in by_cond})
             labelled = judging.calibration_labels(cfg.root, jrows)
             branch_out: dict[str, Any] = {}
             branch_correct: dict[str, dict[str, bool]] = {}
             for bname in present:
-                main = by_cond.get(f"{bname}/main", [])
-                sample = by_cond.get(f"{bname}/sample", [])
+                main = by_cond.get(f"{bname}/main") or RowsAt(rows)
+                sample = by_cond.get(f"{bname}/sample") or RowsAt(rows)
                 n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
                 b = all_branches.get(bname)
                 entry: dict[str, Any] = {
@@ -253,7 +267,7 @@ class GoldenSuite:
                 }
             if base in branch_correct:
                 correct[eng] = branch_correct[base]
-            base_main = by_cond.get(f"{base}/main", [])
+            base_main = by_cond.get(f"{base}/main") or RowsAt(rows)
             engines[eng] = {
                 "model": rows[idx[0]]["model"],
                 **counts,  # n_total, n_ok, n_error, errors_by_kind
