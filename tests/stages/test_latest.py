@@ -21,17 +21,21 @@ from sealedeval.store.raw import (
 from sealedeval.store.schema import REQUIRED_COLUMNS, ROW_DEFAULTS
 
 
-def _write(root: Path, seed: int) -> list[Path]:
+def _write(root: Path, seed: int, pool: list[str] | None = None) -> list[Path]:
+    """Two engines' attempts in many parts: keys repeat (drawn from ``pool`` when given: then
+    within and across engines, and every fifth key of the pool only ever fails), and attempts
+    often finish at the same second (ties)."""
     rng = random.Random(seed)
     for engine in ("b", "a"):
         writer = RawWriter(raw_dir(root, "s", engine), flush_rows=5)
         for i in range(120):
             row: dict[str, Any] = {c: "" for c in REQUIRED_COLUMNS} | ROW_DEFAULTS
+            key = rng.choice(pool) if pool else f"{engine}{rng.randrange(40):03d}"
+            status = rng.choice(["ok", "error", "error", "refused"])
             row |= {
-                "request_key": f"{engine}{rng.randrange(40):03d}",
+                "request_key": key,
                 "engine": engine,
-                "status": rng.choice(["ok", "error", "error", "refused"]),
-                # few distinct times: ties between attempts of a key are common
+                "status": "error" if pool and pool.index(key) % 5 == 0 else status,
                 "finished_at": f"2026-01-01T00:00:{rng.randrange(4):02d}Z",
                 "output_text": rng.choice(["x", "y", f"answer {i}"]),
                 "response": f"body {i}",
@@ -77,31 +81,6 @@ def test_a_part_removed_before_its_column_is_read_is_one_clear_error(
         got[0]["output_text"]
 
 
-def _write_keys(root: Path, seed: int, keys: list[str]) -> list[Path]:
-    """Two engines drawing from one key pool: keys repeat within and across engines, some
-    keys only ever fail, and their attempts often finish at the same second."""
-    rng = random.Random(seed)
-    for engine in ("b", "a"):
-        writer = RawWriter(raw_dir(root, "s", engine), flush_rows=7)
-        for i in range(150):
-            row: dict[str, Any] = {c: "" for c in REQUIRED_COLUMNS} | ROW_DEFAULTS
-            key = rng.choice(keys)
-            failing = keys.index(key) % 5 == 0
-            row |= {
-                "request_key": key,
-                "engine": engine,
-                "status": "error" if failing else rng.choice(["ok", "error", "refused"]),
-                "finished_at": f"2026-01-01T00:00:{rng.randrange(3):02d}Z",
-                "output_text": f"answer {i}",
-                "repeat": i,
-                "seed": i,
-                "sealed": True,
-            }
-            writer.append(row)
-        writer.close()
-    return raw_files(root, "s")
-
-
 def _hex_key(rng: random.Random, width: int) -> str:
     return f"{rng.getrandbits(width * 4):0{width}x}"
 
@@ -130,7 +109,7 @@ def test_hex_keys_choose_the_rows_the_row_rule_picks(
         "upper-case hex": [_hex_key(rng, 32).upper() for _ in range(30)],
         "not hex": [f"key-{i:027d}" for i in range(30)],
     }[shape]
-    files = _write_keys(tmp_path, seed, keys)
+    files = _write(tmp_path, seed, keys)
     used: list[str] = []
     arrow = raw._latest_arrow
     monkeypatch.setattr(raw, "_latest_arrow", lambda t: used.append("arrow") or arrow(t))
