@@ -99,11 +99,11 @@ from pathlib import Path
 from sealedeval.publish.build import manifest
 from sealedeval.stages.pipeline import _attempt_summary
 from sealedeval.store.raw import latest_records, raw_files
-root = Path(sys.argv[1])
+root, name = Path(sys.argv[1]), sys.argv[2]
 t0 = time.perf_counter()
-rows = latest_records(raw_files(root, "golden"))
+rows = latest_records(raw_files(root, name))
 t1 = time.perf_counter()
-summary = _attempt_summary(raw_files(root, "golden"))
+summary = _attempt_summary(raw_files(root, name))
 t2 = time.perf_counter()
 parts = manifest(root)
 t3 = time.perf_counter()
@@ -134,19 +134,19 @@ def timed(owner, name, label):
             phases[label] = phases.get(label, 0.0) + time.perf_counter() - t
             peaks.setdefault(label, peak_mb())  # the process's peak when the phase first ends
     setattr(owner, name, g)
-suite = type(get_suite("golden"))
+root, name = Path(sys.argv[1]), sys.argv[2]
+cfg = load_config(root, ["scale.yaml"])
+suite = type(get_suite(name, cfg))
 timed(P, "latest_records", "read raw (harness)")
 timed(P, "generate_items", "generate")
-timed(P, "grade", "grade stage (golden's graders, into columns, sorted)")
+timed(P, "grade", "grade stage (the suite's graders, into columns, sorted)")
 timed(P.artifacts, "normalize_graded", "graded normalise (per column)")
-timed(suite, "analyze", "golden analyze")
-timed(suite, "requests", "golden plan (planned keys)")
+timed(suite, "analyze", "analyze")
+timed(suite, "requests", "plan (planned keys)")
 timed(P, "_attempt_summary", "seal summary (harness)")
 timed(P, "stage_key", "stage key (raw sha256)")
 timed(B, "manifest", "manifest (harness)")
 timed(B, "dumps", "canonical JSON")
-root = Path(sys.argv[1])
-cfg = load_config(root, ["scale.yaml"])
 t0 = time.perf_counter()
 docs = {n: P.derive(cfg, n).doc for n in B.published_suites(cfg)}
 text, report = B.assemble(cfg, docs)
@@ -162,17 +162,12 @@ print(json.dumps({"build_s": dt, "phases": phases, "peaks": peaks, "bytes": len(
 def generate(
     root: Path, n: int, per_part: int, row_group: int, render: int, distinct: bool = False
 ) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     import yaml
 
-    from sealedeval import __version__
-    from sealedeval.canonical import compact
     from sealedeval.config import load_config
     from sealedeval.plugins import RequestContext
     from sealedeval.stages.run import plan
     from sealedeval.store.raw import raw_dir
-    from sealedeval.store.schema import RAW_SCHEMA
 
     def config(repeats: int) -> object:
         doc = {
@@ -212,9 +207,7 @@ def generate(
     base = p.suite.requests(
         RequestContext(cfg=cfg, items=p.items, engine=ecfg, model=ecfg.model, seed=p.seed)
     )[:genuine]
-    ident = compact(ecfg.public())
     out = raw_dir(root, "golden", "bulk")
-    out.mkdir(parents=True, exist_ok=True)
 
     def reqs() -> Iterator[tuple[Any, str, int]]:
         """(request, key, repeat): the genuine ones, then copies with derived keys."""
@@ -232,17 +225,45 @@ def generate(
     chunks = (
         [next(stream) for _ in range(min(per_part, n - start))] for start in range(0, n, per_part)
     )
+    return write_parts(
+        out, "golden", "bulk", ecfg, p.seal, chunks, per_part, row_group, p.suite, distinct
+    )
+
+
+def write_parts(
+    out: Path,
+    suite_name: str,
+    engine: str,
+    ecfg: Any,
+    seal: Any,
+    chunks: Iterator[list[tuple[Any, str, int]]],
+    per_part: int,
+    row_group: int,
+    suite: Any,
+    distinct: bool = False,
+) -> int:
+    """Raw parts of synthetic ok rows for chunks of (request, key, repeat): the suite's
+    reference answer (every plain answer its own text with ``distinct``), a response body with
+    its own id and usage, per-row timestamps and latency, as a real run stores them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sealedeval import __version__
+    from sealedeval.canonical import compact
+    from sealedeval.store.schema import RAW_SCHEMA
+
+    ident = compact(ecfg.public())
+    out.mkdir(parents=True, exist_ok=True)
     msg_cache: dict[int, str] = {}
+    params_cache: dict[int, str] = {}
     start = 0
     for part, chunk in enumerate(chunks):
         cols: dict[str, list[object]] = {c: [] for c in RAW_SCHEMA.names}
         for j, (r, key, repeat) in enumerate(chunk, start):
-            text = p.suite.reference_answer(r)
+            text = suite.reference_answer(r)
             if distinct and not text.startswith("{"):  # every plain answer its own text
                 text = f"{text} (#{j})"
             m = msg_cache.setdefault(id(r.messages), compact(list(r.messages)))
-            # As a real run stores them: a response body with its own id and usage, and
-            # per-row timestamps and latency (so no column is artificially constant).
             ms = 100 + j % 900
             t = f"2026-01-01T{j // 3_600_000 % 24:02d}:{j // 60_000 % 60:02d}:"
             response = {
@@ -265,16 +286,16 @@ def generate(
             }
             row = {
                 "request_key": key,
-                "suite": "golden",
+                "suite": suite_name,
                 "item_id": r.item_id,
                 "condition": r.condition,
                 "repeat": repeat,
                 "seed": r.seed,
-                "engine": "bulk",
+                "engine": engine,
                 "engine_kind": "openai_chat",
                 "model": ecfg.model,
                 "engine_identity": ident,
-                "params": compact(r.params),
+                "params": params_cache.setdefault(id(r.params), compact(r.params)),
                 "messages": m,
                 "response": compact(response),
                 "output_text": text,
@@ -291,9 +312,9 @@ def generate(
                 "status": "ok",
                 "error_kind": "",
                 "error_message": "",
-                "rubric_sha256": p.seal.rubric_sha256,
-                "seal_commit": p.seal.seal_commit,
-                "sealed": p.seal.sealed,
+                "rubric_sha256": seal.rubric_sha256,
+                "seal_commit": seal.seal_commit,
+                "sealed": seal.sealed,
                 "harness_version": __version__,
             }
             for k, v in row.items():
@@ -301,12 +322,91 @@ def generate(
         table = pa.table(cols, schema=RAW_SCHEMA)
         pq.write_table(
             table,
-            out / f"part-bulk-{part:05d}.parquet",
+            out / f"part-{engine}-{part:05d}.parquet",
             compression="zstd",
             row_group_size=row_group,
         )
         start += len(chunk)
     return start
+
+
+def generate_tasks(
+    root: Path, items: int, repeats: int, engines: int, per_part: int, row_group: int
+) -> int:
+    """The issue's shape: a ``tasks`` suite of ``items`` arithmetic items, ``repeats`` runs
+    each, on ``engines`` engines; every request rendered and keyed for real (one engine's at a
+    time), sealed in the project. A fifth of the answers are wrong."""
+    import yaml
+    from tests.projects import git, sealedeval
+
+    from sealedeval.config import load_config
+    from sealedeval.plugins import RequestContext
+    from sealedeval.stages.run import plan
+    from sealedeval.store.raw import raw_dir
+
+    data = root / "data/bulk/items.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    with data.open("w") as f:
+        for i in range(items):
+            a, b = i % 997, i // 997
+            f.write(json.dumps({"id": f"q{i:07d}", "input": f"{a} + {b}", "target": a + b}) + "\n")
+    names = [f"e{k}" for k in range(engines)]
+    doc = {
+        "engines": {
+            n: {"kind": "openai_chat", "model": f"model-{n}", "base_url": "http://127.0.0.1:9/v1"}
+            for n in names
+        },
+        "suites": {
+            "bulk": {
+                "kind": "tasks",
+                "items": "data/bulk/items.jsonl",
+                "prompt": "What is {input}? Reply with the number only.",
+                "graders": [{"name": "exact"}],
+                "engines": names,
+                "repeats": repeats,
+            }
+        },
+    }
+    (root / "scale.yaml").write_text(yaml.safe_dump(doc))
+    sealedeval(root, "seal", "-c", "config/config.yaml", "-c", "scale.yaml")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "scale suite")
+    cfg = load_config(root, ["scale.yaml"])
+    p = plan(cfg, "bulk")
+    total = 0
+    for n in names:
+        ecfg = cfg.engine(n)
+        reqs = p.suite.requests(
+            RequestContext(cfg=cfg, items=p.items, engine=ecfg, model=ecfg.model, seed=p.seed)
+        )
+
+        class Wrong:
+            """Every fifth item answered wrong (the reference answer plus one)."""
+
+            def __init__(self, suite: Any) -> None:
+                self.suite = suite
+
+            def reference_answer(self, r: Any) -> str:
+                text = str(self.suite.reference_answer(r))
+                return f"{int(text) + 1}" if int(r.item_id[1:]) % 5 == 0 else text
+
+        chunks = (
+            [(r, r.request_key, r.repeat) for r in reqs[i : i + per_part]]
+            for i in range(0, len(reqs), per_part)
+        )
+        total += write_parts(
+            raw_dir(root, "bulk", n),
+            "bulk",
+            n,
+            ecfg,
+            p.seal,
+            chunks,
+            per_part,
+            row_group,
+            Wrong(p.suite),
+        )
+        del reqs
+    return total
 
 
 def _part_rows(path: Path) -> int:
@@ -315,11 +415,14 @@ def _part_rows(path: Path) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def child(code: str, root: Path, timeout: float) -> dict[str, Any] | str:
+def child(code: str, root: Path, suite: str, timeout: float) -> dict[str, Any] | str:
     """Run a measurement child; its JSON line, or why there is none."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-c", code, str(root), suite],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return f"did not finish within {timeout:.0f} s"
@@ -337,6 +440,15 @@ def main() -> int:
     ap.add_argument("--render", type=int, default=20_000, help="genuine rows (rest repeated)")
     ap.add_argument("--build-max", type=int, default=10_000_000, help="full build only up to N")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument(
+        "--suite",
+        choices=["golden", "tasks"],
+        default="golden",
+        help="golden, its repeats raised to reach --n; or tasks: --items × --repeats × --engines",
+    )
+    ap.add_argument("--items", type=int, default=100_000, help="tasks: items")
+    ap.add_argument("--repeats", type=int, default=10, help="tasks: repeats per item")
+    ap.add_argument("--engines", type=int, default=1, help="tasks: engines")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument(
         "--project",
@@ -351,6 +463,7 @@ def main() -> int:
     a = ap.parse_args()
     from tests.projects import make_project
 
+    suite = "bulk" if a.suite == "tasks" else "golden"
     if a.project is not None:
         root, tmp = a.project.resolve(), None
         rows, gen_s = sum(_part_rows(p) for p in (root / "results/raw").rglob("*.parquet")), 0.0
@@ -358,7 +471,10 @@ def main() -> int:
         tmp = Path(tempfile.mkdtemp(prefix="sealedeval-scale-"))
         root = make_project(tmp / "proj")
         t0 = time.perf_counter()
-        rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render, a.distinct_answers)
+        if a.suite == "tasks":
+            rows = generate_tasks(root, a.items, a.repeats, a.engines, a.rows_per_part, a.row_group)
+        else:
+            rows = generate(root, a.n, a.rows_per_part, a.row_group, a.render, a.distinct_answers)
         gen_s = time.perf_counter() - t0
     disk = sum(f.stat().st_size for f in (root / "results/raw").rglob("*.parquet"))
     print(
@@ -367,7 +483,7 @@ def main() -> int:
         f"{gen_s:.1f} s",
         flush=True,
     )
-    h = child(HARNESS, root, a.timeout)
+    h = child(HARNESS, root, suite, a.timeout)
     if isinstance(h, str):
         print(f"harness: {h}")
     else:
@@ -380,7 +496,7 @@ def main() -> int:
             flush=True,
         )
     if rows <= a.build_max:
-        b = child(BUILD, root, a.timeout)
+        b = child(BUILD, root, suite, a.timeout)
         if isinstance(b, str):
             print(f"whole build: {b}")
         else:

@@ -7,7 +7,7 @@ reads a clock.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,15 @@ from sealedeval.seal.design import sealed_suite_design
 from sealedeval.stages import artifacts
 from sealedeval.stages.analyze import analyze
 from sealedeval.stages.grade import grade
-from sealedeval.store.raw import RawRecord, all_true, latest_records, raw_files, read_columns
+from sealedeval.store.raw import (
+    RawRecord,
+    RowsAt,
+    all_true,
+    latest_records,
+    raw_files,
+    read_columns,
+    record_column,
+)
 
 ITEMS_FORMAT = "sealedeval.items/1"
 
@@ -153,17 +161,24 @@ def completeness(
     """What the rows say about their seal, and planned-vs-present request counts per engine."""
     suite = get_suite(name, cfg)
     attempts = _attempt_summary(raw_files(cfg.root, name))
-    by_engine: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_engine[str(r["engine"])].append(r)
-    seed = suite_seed(cfg, name, hash_label({str(r["rubric_sha256"]) for r in rows}))
+    # By column and position: at ten million rows, lists of each engine's rows (a row object
+    # per slot) and a set of all their keys were ~0.5 GB (``benchmarks/scale.py``).
+    engines, statuses, keys = (record_column(rows, c) for c in ("engine", "status", "request_key"))
+    by_engine: dict[str, RowsAt[Mapping[str, Any]]] = {}
+    for i, e in enumerate(engines):
+        view = by_engine.get(str(e))
+        if view is None:
+            view = by_engine[str(e)] = RowsAt(rows)
+        view.append(i)
+    seed = suite_seed(cfg, name, hash_label({str(h) for h in record_column(rows, "rubric_sha256")}))
     counts = {}
     for eng, mine in sorted(by_engine.items()):
-        c = Counter(str(r["status"]) for r in mine)
+        at = mine.positions
+        c = Counter(str(statuses[i]) for i in at)
         missing = 0
         if eng in cfg.data["engines"]:
             planned = planned_keys(cfg, suite, items, eng, str(mine[0]["model"]), seed, mine)
-            missing = len(planned - {str(r["request_key"]) for r in mine})
+            missing = len(planned) - len({k for k in (str(keys[i]) for i in at) if k in planned})
         counts[eng] = {
             "requests": len(mine),
             "ok": c["ok"],
