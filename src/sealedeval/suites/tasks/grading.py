@@ -17,7 +17,7 @@ rows of their own: their replies are read into the ``judge`` grader's rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval.graders.abstention import is_abstention
@@ -55,10 +55,19 @@ def category(passed: bool, answer: str, *, mode: str | None, can_answer: bool) -
 def grade_rows(
     data: Data, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
+    """Graded rows: one per answer row and grader, in the rows' order then the graders'."""
+    return list(iter_rows(data, items, rows))
+
+
+def iter_rows(
+    data: Data, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """``grade_rows``' rows one at a time: the grade stage takes them into columns as they
+    come, so a million answers are never a million graded dicts at once
+    (``benchmarks/scale.py --suite tasks``)."""
     spec = data.spec
     by_id = {str(i["id"]): i for i in items}
     replies = judge_replies(rows)
-    out: list[dict[str, Any]] = []
     for r in rows:
         if r["condition"] != ANSWER:
             continue
@@ -97,18 +106,15 @@ def grade_rows(
                 details["error"] = str(r.get("error_kind") or r["status"])
             else:
                 details.update(res.details)
-            out.append(
-                graded_row(
-                    r,
-                    grader=g.name,
-                    grader_version=g.version,
-                    score=float(res.score) if res is not None else 0.0,
-                    passed=bool(res.passed) if res is not None else False,
-                    category=cat,
-                    details=details,
-                    **cluster,
-                    grader_id=g.id,
-                    answer=answer,
-                )
+            yield graded_row(
+                r,
+                grader=g.name,
+                grader_version=g.version,
+                score=float(res.score) if res is not None else 0.0,
+                passed=bool(res.passed) if res is not None else False,
+                category=cat,
+                details=details,
+                **cluster,
+                grader_id=g.id,
+                answer=answer,
             )
-    return out

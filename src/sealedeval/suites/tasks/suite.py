@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,10 @@ class TasksSuite:
     def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
         cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
         return grading.grade_rows(self._data(cfg.root), items, rows)
+
+    def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
+        """``grade``'s rows one at a time (what the grade stage uses)."""
+        return grading.iter_rows(self._data(ctx.cfg.root), ctx.items, ctx.rows)
 
     def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
         cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
