@@ -179,6 +179,7 @@ def test_latest_rows_share_their_columns_and_refuse_changes(tmp_path: Any) -> No
     # no row object is kept: each access makes one over the shared columns
     assert rows[0] is not rows[0] and rows[0] == rows[0] == rows[-7]
     assert rows[2:4] == [rows[2], rows[3]] and rows == list(rows)
+    assert rows + rows == [*rows, *rows] and [rows[0]] + rows == [rows[0], *rows]  # noqa: RUF005
     with pytest.raises(IndexError):
         rows[7]
     copy = list(rows)

@@ -393,3 +393,32 @@ def test_loading_a_config_changes_no_registry_and_two_projects_keep_their_own_su
     with plugins.presenting(cfg_b):
         assert plugins.presentation_hook("arith", "report_sections").__self__ is sb
     assert plugins.presentation_hook("arith", "report_sections") is None
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"repeats": 3, "temperature": 0.7, "stop": ["\n"]},
+        {"solver": "self_consistency", "samples": 3, "temperature": 0.9},
+        {"solver": "agent", "files": "docs", "agent": {"max_steps": 2, "tools": ["grep"]}},
+        {"engines": ["reference"]},  # chat does not answer: nothing planned for it
+    ],
+    ids=["repeats", "self-consistency", "agent", "not-answering"],
+)
+def test_iter_requests_yields_the_requests_in_order(tmp_path: Path, over: dict[str, Any]) -> None:
+    """The analysis counts planned keys through ``iter_requests``: it must plan exactly what
+    ``requests`` plans (the run stage's list), request by request."""
+    from sealedeval.plugins import RequestContext, hook
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/a.txt").write_text("alpha\n")
+    suite, cfg = _suite(tmp_path, **over)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=5))
+    each = hook(suite, "iter_requests")
+    assert each is not None
+    for engine in (CHAT, REF):
+        ctx = RequestContext(cfg=cfg, items=items, engine=engine, model="m", seed=5)
+        listed, streamed = suite.requests(ctx), each(ctx)
+        assert isinstance(streamed, Iterator)
+        assert list(streamed) == listed
+        assert listed or (engine is CHAT and over.get("engines") == ["reference"])

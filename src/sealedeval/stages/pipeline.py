@@ -148,11 +148,12 @@ def planned_keys(
 ) -> set[str]:
     """Every request key the suite plans for this engine (phase 2 from the answers present)."""
     ctx = RequestContext(cfg=cfg, items=items, engine=cfg.engine(engine), model=model, seed=seed)
-    planned = suite.requests(ctx)
+    each = hook(suite, "iter_requests")
+    keys = {q.request_key for q in (each(ctx) if each is not None else suite.requests(ctx))}
     follow = hook(suite, "followup_requests")
     if follow is not None:
-        planned += follow(FollowupContext(**vars(ctx), rows=rows))
-    return {q.request_key for q in planned}
+        keys.update(q.request_key for q in follow(FollowupContext(**vars(ctx), rows=rows)))
+    return keys
 
 
 def completeness(

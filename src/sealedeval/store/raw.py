@@ -755,6 +755,13 @@ class LatestRows(Sequence[RawRecord]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __add__(self, other: Sequence[RawRecord]) -> list[RawRecord]:
+        """A list of both (as the list it used to be)."""
+        return [*self, *other]
+
+    def __radd__(self, other: Sequence[RawRecord]) -> list[RawRecord]:
+        return [*other, *self]
+
     def __repr__(self) -> str:
         return f"LatestRows({self._n} rows)"
 

@@ -23,7 +23,7 @@ true`` and for judge verdicts, only where the engine honours one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import EngineConfig
@@ -101,9 +101,20 @@ def answer_requests(
 ) -> list[Request]:
     """Every ``answer`` request of one engine: item by item, repeat by repeat (consecutive calls
     share the prompt prefix)."""
+    return list(iter_answer_requests(data, items, engine, model))
+
+
+def iter_answer_requests(
+    data: Data,
+    items: Sequence[Mapping[str, Any]],
+    engine: EngineConfig,
+    model: str,
+) -> Iterator[Request]:
+    """``answer_requests`` one at a time: the analysis reads only their keys, and a million
+    requests held at once were ~0.8 GB (``benchmarks/scale.py --suite tasks``)."""
     spec = data.spec
     if engine.name not in spec.answering:
-        return []
+        return
     caps = capabilities(engine)
     repeats = int(spec.get("repeats", 1))
     temperature = float(spec.get("temperature", 0.0))
@@ -126,7 +137,6 @@ def answer_requests(
             "self_consistency": spec.samples,
         }
         tools = [TOOL_SPECS[t] for t in names] if proto == "native" else []
-    out: list[Request] = []
     for item in items:
         msgs = _answer_messages(data, item, agent, proto)
         for rep in range(repeats):
@@ -156,23 +166,20 @@ def answer_requests(
                     "keep_truncated": spec.keep_truncated,
                 }
                 name = SELF_CONSISTENCY
-            out.append(
-                keyed_request(
-                    spec.suite,
-                    str(item["id"]),
-                    ANSWER,
-                    rep,
-                    seed,
-                    engine.name,
-                    model,
-                    params,
-                    msgs,
-                    item=req_item,
-                    tools=tools,
-                    solver=name,
-                )
+            yield keyed_request(
+                spec.suite,
+                str(item["id"]),
+                ANSWER,
+                rep,
+                seed,
+                engine.name,
+                model,
+                params,
+                msgs,
+                item=req_item,
+                tools=tools,
+                solver=name,
             )
-    return out
 
 
 def _answer_messages(

@@ -135,6 +135,13 @@ class TasksSuite:
             d, engine, model, seed
         )
 
+    def iter_requests(self, ctx: RequestContext) -> Iterator[Request]:
+        """``requests`` one at a time (the analysis reads only the planned keys)."""
+        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
+        d = self._data(cfg.root)
+        yield from plan.iter_answer_requests(d, items, engine, model)
+        yield from plan.calibration_requests(d, engine, model, seed)
+
     def followup_requests(self, ctx: FollowupContext) -> list[Request]:
         """Phase 2: a judge engine grades the stored answers of every answering engine (read
         from the suite's raw store, not only this engine's ``rows``)."""
