@@ -47,6 +47,7 @@ from sealedeval import stats
 from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
 from sealedeval.seal.design import EXPLORATORY_FAMILY
+from sealedeval.stages.artifacts import GradedRows, graded_column
 from sealedeval.stats.comparisons import (
     BINARY_TEST,
     DEFAULT_DELTA,
@@ -66,6 +67,7 @@ from sealedeval.stats.metrics import (
     sort_metrics,
     status_counts,
 )
+from sealedeval.store.raw import RowsAt
 from sealedeval.suites.tasks.data import AuditLabel, Data, answerable
 from sealedeval.suites.tasks.grading import ABSTAINED, CORRECT, ERROR, WRONG
 from sealedeval.suites.tasks.plan import ANSWER, audit_items, parse_judge_condition
@@ -122,20 +124,44 @@ class _Engine:
         self.name = name
         self.rows = rows
         keys = {r["request_key"] for r in rows}
-        self.graded = [g for g in graded if g["request_key"] in keys]
+        # Column by column over this engine's positions: a graded row read field by field,
+        # and the primary outcomes scanned again by each of their five readers, were most of
+        # the analysis at a million answers (``benchmarks/scale.py --suite tasks``).
+        gkey = graded_column(graded, "request_key")
+        at = [j for j, k in enumerate(gkey) if k in keys]
+        self.graded: Sequence[Row] = RowsAt(graded, at)
+        gids, cats, items, reps, passed, statuses, graders, details = (
+            _column(graded, c)
+            for c in (
+                "grader_id",
+                "category",
+                "item_id",
+                "repeat",
+                "passed",
+                "status",
+                "grader",
+                "details",
+            )
+        )
         self.primary = data.spec.primary
         # grader id -> item -> [(repeat, passed)] over the answers that grader could grade
         self.outcomes: dict[str, dict[str, list[tuple[int, bool]]]] = defaultdict(
             lambda: defaultdict(list)
         )
         self.categories: dict[str, str] = {}
-        for g in self.graded:
-            gid = str(g["grader_id"])
+        # item -> [(repeat, correct)] over the primary grader's completed answers
+        self._primary: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+        for j in at:
+            gid, cat = str(gids[j]), cats[j]
             if gid == self.primary:
-                self.categories[str(g["request_key"])] = str(g["category"])
-            if not _gradable(g, gid == self.primary):
-                continue
-            self.outcomes[gid][str(g["item_id"])].append((int(g["repeat"]), bool(g["passed"])))
+                self.categories[str(gkey[j])] = str(cat)
+                if cat != ERROR:
+                    self._primary[str(items[j])].append((int(reps[j]), cat == CORRECT))
+                gradable = bool(cat != ERROR)
+            else:
+                gradable = _gradable_fields(statuses[j], graders[j], details[j])
+            if gradable:
+                self.outcomes[gid][str(items[j])].append((int(reps[j]), bool(passed[j])))
         for per_item in self.outcomes.values():
             for v in per_item.values():
                 v.sort()
@@ -145,20 +171,28 @@ class _Engine:
 
     def primary_outcomes(self) -> dict[str, list[bool]]:
         """The primary verdict: correct (not merely passed) per completed answer."""
-        out: dict[str, list[tuple[int, bool]]] = defaultdict(list)
-        for g in self.graded:
-            if str(g["grader_id"]) == self.primary and g["category"] != ERROR:
-                out[str(g["item_id"])].append((int(g["repeat"]), g["category"] == CORRECT))
-        return {i: [p for _, p in sorted(v)] for i, v in sorted(out.items())}
+        return {i: [p for _, p in sorted(v)] for i, v in sorted(self._primary.items())}
+
+
+def _column(graded: Sequence[Row], name: str) -> Sequence[Any]:
+    """A graded column (``None`` where a hand-made row lacks it)."""
+    if isinstance(graded, GradedRows):
+        return graded_column(graded, name)
+    return [g.get(name) for g in graded]
+
+
+def _gradable_fields(status: Any, grader: Any, details: Any) -> bool:
+    """``_gradable`` of a row that is not the primary grader's, from its fields."""
+    if status != "ok":
+        return False
+    d = details or {}
+    return not (grader == "judge" and jv.MISSING in (d.get("verdicts") or []))
 
 
 def _gradable(g: Row, primary: bool) -> bool:
     if primary:
         return bool(g["category"] != ERROR)
-    if g["status"] != "ok":
-        return False
-    d = g.get("details") or {}
-    return not (g["grader"] == "judge" and jv.MISSING in (d.get("verdicts") or []))
+    return _gradable_fields(g["status"], g["grader"], g.get("details"))
 
 
 def _share(
