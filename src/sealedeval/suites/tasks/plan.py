@@ -98,20 +98,10 @@ def answer_requests(
     items: Sequence[Mapping[str, Any]],
     engine: EngineConfig,
     model: str,
-) -> list[Request]:
-    """Every ``answer`` request of one engine: item by item, repeat by repeat (consecutive calls
-    share the prompt prefix)."""
-    return list(iter_answer_requests(data, items, engine, model))
-
-
-def iter_answer_requests(
-    data: Data,
-    items: Sequence[Mapping[str, Any]],
-    engine: EngineConfig,
-    model: str,
 ) -> Iterator[Request]:
-    """``answer_requests`` one at a time: the analysis reads only their keys, and a million
-    requests held at once were ~0.8 GB (``benchmarks/scale.py --suite tasks``)."""
+    """Every ``answer`` request of one engine, one at a time: item by item, repeat by repeat
+    (consecutive calls share the prompt prefix). The analysis reads only their keys, and a
+    million requests held at once were ~0.8 GB (``benchmarks/scale.py --suite tasks``)."""
     spec = data.spec
     if engine.name not in spec.answering:
         return

@@ -129,17 +129,13 @@ class TasksSuite:
         return [dict(i) | {SEED_KEY: derive_seed(seed, i["id"])} for i in items]
 
     def requests(self, ctx: RequestContext) -> list[Request]:
-        cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
-        d = self._data(cfg.root)
-        return plan.answer_requests(d, items, engine, model) + plan.calibration_requests(
-            d, engine, model, seed
-        )
+        return list(self.iter_requests(ctx))
 
     def iter_requests(self, ctx: RequestContext) -> Iterator[Request]:
         """``requests`` one at a time (the analysis reads only the planned keys)."""
         cfg, items, engine, model, seed = ctx.cfg, ctx.items, ctx.engine, ctx.model, ctx.seed
         d = self._data(cfg.root)
-        yield from plan.iter_answer_requests(d, items, engine, model)
+        yield from plan.answer_requests(d, items, engine, model)
         yield from plan.calibration_requests(d, engine, model, seed)
 
     def followup_requests(self, ctx: FollowupContext) -> list[Request]:
