@@ -36,10 +36,12 @@ ENV = "SEALEDEVAL_TEST_ANTHROPIC_KEY"
 SEAL = SealState("golden", "ab" * 32, "c0ffee" + "0" * 34, True)
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+@pytest.fixture(autouse=True, params=["http1", "aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both clients the kind shares with openai_chat classify every failure the same way."""
+    """The three clients the kind shares with openai_chat classify every failure the same way."""
     monkeypatch.setenv(ENV, KEY)
+    if request.param != "http1":
+        monkeypatch.setattr(openai_chat, "USE_HTTP1", False)
     if request.param == "httpx":
         monkeypatch.setattr(openai_chat, "USE_AIOHTTP", False)
     return str(request.param)

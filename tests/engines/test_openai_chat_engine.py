@@ -27,10 +27,13 @@ from sealedeval.errors import UserError
 T = TypeVar("T")
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+@pytest.fixture(autouse=True, params=["http1", "aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs over both clients: aiohttp (the default) and plain httpx (the
-    fallback when it is missing). Their exceptions differ, and so must not the classification."""
+    """Every test runs over each client: engines.http1 (the default on http:// URLs), aiohttp
+    (the default on https://) and plain httpx (the fallback when aiohttp is missing). Their
+    exceptions differ, and so must not the classification."""
+    if request.param != "http1":
+        monkeypatch.setattr(openai_chat, "USE_HTTP1", False)
     if request.param == "httpx":
         monkeypatch.setattr(openai_chat, "USE_AIOHTTP", False)
     return str(request.param)
@@ -272,3 +275,32 @@ def test_identity_has_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert SECRET not in text
     assert "sk-test" not in text
     assert ident["model"] == "fake-model" and ident["kind"] == "openai_chat"
+
+
+@pytest.mark.parametrize(
+    ("url", "choice", "used"),
+    [
+        ("http://127.0.0.1:9/v1", "auto", "http1"),
+        ("https://127.0.0.1:9/v1", "auto", "aiohttp"),
+        ("http://127.0.0.1:9/v1", "aiohttp", "aiohttp"),
+        ("http://127.0.0.1:9/v1", "httpx", "httpx"),
+    ],
+)
+def test_http_client_option_picks_the_client(
+    url: str, choice: str, used: str, transport: str
+) -> None:
+    """``http_client`` (docs/engines.md, The HTTP client) decides which client sends the calls."""
+    if transport != "http1":
+        pytest.skip("the option is what is tested; the fixture's overrides would mask it")
+
+    async def go() -> str:
+        eng = OpenAIChatEngine(_cfg(url, extra={"http_client": choice}))
+        await eng.start()
+        try:
+            if eng._pool is not None:
+                return "http1"
+            return "aiohttp" if eng._session is not None else "httpx"
+        finally:
+            await eng.close()
+
+    assert _run(go()) == used

@@ -1,4 +1,5 @@
-"""Any OpenAI-compatible ``/v1/chat/completions`` endpoint, over aiohttp (httpx as fallback).
+"""Any OpenAI-compatible ``/v1/chat/completions`` endpoint, over HTTP/1.1 (``engines.http1``),
+aiohttp or httpx.
 
 Errors are classified so the dispatcher can retry what is transient and record what is not:
 429 → rate_limit (with Retry-After), 5xx → server, client/read timeouts → timeout, refused or reset
@@ -12,8 +13,11 @@ concurrent): bare aiohttp answers about 3× more calls/s than httpx with the ``h
 transport, and about 4× more than plain httpx, whose pool also opens too few connections at
 high concurrency (encode/httpx#3215). httpx's request/response objects cost more than aiohttp's
 whole round trip, so keeping httpx's API on aiohttp's transport does not close the gap. Plain
-httpx stays as the fallback when aiohttp is not importable (``USE_AIOHTTP``), and both paths
-classify every failure the same way (``tests/engines`` runs each test over both).
+httpx stays as the fallback when aiohttp is not importable (``USE_AIOHTTP``). On ``http://``
+URLs (local and LAN servers, where calls are fast enough for this to matter) chat calls go
+through ``engines.http1``, about 3× aiohttp's calls/s again; ``https://`` stays on aiohttp.
+The ``http_client`` option picks one by hand. Every path classifies every failure the same way
+(``tests/engines`` runs each test over each).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from sealedeval.config_types import EngineConfig
 from sealedeval.engines import batch as batchapi
 from sealedeval.engines.base import Capabilities, Completion, EngineError, Request, engine_kind
 from sealedeval.engines.http import TEXT_KEPT, status_error, transport_error
+from sealedeval.engines.http1 import Http1Pool
 
 if TYPE_CHECKING:
     import aiohttp
@@ -39,6 +44,11 @@ if TYPE_CHECKING:
 
 # Set False to send through plain httpx (the tests do, to cover the fallback).
 USE_AIOHTTP = True
+# Set False to send ``http://`` chat calls through aiohttp too (the tests do, to cover it).
+USE_HTTP1 = True
+HTTP_CLIENTS: Final = ("auto", "aiohttp", "httpx")
+"""The ``http_client`` option: ``auto`` is engines.http1 for ``http://`` chat calls and aiohttp
+for the rest (httpx when aiohttp is not installed)."""
 
 
 def _have_aiohttp() -> bool:
@@ -212,6 +222,8 @@ class OpenAIChatEngine:
         self._url = self.base_url + "/chat/completions"
         self._session: aiohttp.ClientSession | None = None
         self._client: httpx.AsyncClient | None = None
+        self._pool: Http1Pool | None = None
+        self._http_client = str(config.extra.get("http_client", "auto"))
         self._transport_errors: tuple[type[BaseException], ...] = (TimeoutError, OSError)
 
     @property
@@ -235,7 +247,15 @@ class OpenAIChatEngine:
         headers = self._headers()
         t = self.config.timeout_s
         conc = self.config.concurrency
-        if _have_aiohttp():
+        if self._http_client == "auto" and USE_HTTP1 and self._url.startswith("http://"):
+            self._pool = Http1Pool(
+                self._url,
+                headers,
+                limit=conc,
+                connect_timeout=min(10.0, t),
+                read_timeout=t,
+            )
+        if self._http_client != "httpx" and _have_aiohttp():
             import aiohttp
 
             self._transport_errors = (TimeoutError, aiohttp.ClientError, OSError)
@@ -261,6 +281,9 @@ class OpenAIChatEngine:
         )
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -296,6 +319,12 @@ class OpenAIChatEngine:
 
     async def _post(self, data: bytes) -> _Reply:
         """One POST; transport failures are classified here, HTTP statuses by the caller."""
+        if self._pool is not None:
+            try:
+                status, headers, content = await self._pool.post(data)
+            except (TimeoutError, OSError) as e:
+                raise transport_error(e, self.config.timeout_s) from e
+            return _Reply(status, headers, content)
         if self._session is not None:
             try:
                 async with self._session.post(self._url, data=data) as r:
