@@ -534,3 +534,24 @@ def test_against_a_real_asgi_server() -> None:
 
     with uvicorn_server(app) as url:
         asyncio.run(go(url))
+
+
+def test_waiting_for_a_free_connection_is_bounded_by_the_connect_timeout() -> None:
+    async def go() -> None:
+        async def hang(_n: int, _req: bytes, _w: asyncio.StreamWriter) -> bool:
+            await asyncio.sleep(30)
+            return False
+
+        async with serve(hang) as (url, seen):
+            p = pool(url, limit=1, connect_timeout=0.2, read_timeout=10)
+            try:
+                first = asyncio.ensure_future(p.post(b"{}"))
+                await asyncio.sleep(0.05)
+                with pytest.raises(TimeoutError, match="no free connection"):
+                    await p.post(b"{}")
+                first.cancel()
+            finally:
+                await p.close()
+        assert seen.connections == 1
+
+    run(go())

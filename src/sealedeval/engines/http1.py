@@ -321,29 +321,37 @@ class Http1Pool:
         self._release(conn)
         return resp
 
-    async def _acquire(self) -> _Conn:
+    def _take_idle(self) -> _Conn | None:
+        """The most recently used idle connection still open (closed ones are forgotten)."""
         while self._idle:
             conn = self._idle.pop()
             if not conn.closed:
                 self._busy.add(conn)
                 return conn
             self._open -= 1
+        return None
+
+    async def _acquire(self) -> _Conn:
+        conn = self._take_idle()
+        if conn is not None:
+            return conn
         while self._open >= self.limit:
             w = asyncio.get_running_loop().create_future()
             self._waiters.append(w)
             try:
                 await asyncio.wait_for(w, self.connect_timeout)
-            except TimeoutError:
-                raise TimeoutError("no free connection within the connect timeout") from None
+            except BaseException as e:
+                if w.done() and not w.cancelled():
+                    self._wake()  # woken, but leaving: pass the turn on
+                if isinstance(e, TimeoutError):
+                    raise TimeoutError("no free connection within the connect timeout") from None
+                raise
             finally:
                 if w in self._waiters:
                     self._waiters.remove(w)
-            while self._idle:
-                conn = self._idle.pop()
-                if not conn.closed:
-                    self._busy.add(conn)
-                    return conn
-                self._open -= 1
+            conn = self._take_idle()
+            if conn is not None:
+                return conn
         self._open += 1
         loop = asyncio.get_running_loop()
         try:
