@@ -24,9 +24,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sealedeval.config import EngineConfig
 from sealedeval.engines.base import EngineError
 from sealedeval.engines.http import transport_error
 from sealedeval.engines.http1 import Http1Pool, ProtocolError, ServerDisconnected
+from sealedeval.engines.openai_chat import OpenAIChatEngine
 from sealedeval.errors import UserError
 
 Handler = Callable[[int, bytes, asyncio.StreamWriter], Awaitable[bool]]
@@ -555,3 +557,32 @@ def test_waiting_for_a_free_connection_is_bounded_by_the_connect_timeout() -> No
         assert seen.connections == 1
 
     run(go())
+
+
+@pytest.mark.parametrize(
+    ("url", "choice", "used"),
+    [
+        ("http://127.0.0.1:9/v1", "auto", "http1"),
+        ("https://127.0.0.1:9/v1", "auto", "aiohttp"),
+        ("http://127.0.0.1:9/v1", "aiohttp", "aiohttp"),
+        ("http://127.0.0.1:9/v1", "httpx", "httpx"),
+    ],
+)
+def test_http_client_option_picks_the_client(url: str, choice: str, used: str) -> None:
+    """``http_client`` (docs/engines.md, The HTTP client) decides which client sends the calls."""
+
+    async def go() -> str:
+        eng = OpenAIChatEngine(
+            EngineConfig(
+                name="e", kind="openai_chat", model="m", base_url=url, extra={"http_client": choice}
+            )
+        )
+        await eng.start()
+        try:
+            if eng._pool is not None:
+                return "http1"
+            return "aiohttp" if eng._session is not None else "httpx"
+        finally:
+            await eng.close()
+
+    assert asyncio.run(go()) == used

@@ -275,32 +275,3 @@ def test_identity_has_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert SECRET not in text
     assert "sk-test" not in text
     assert ident["model"] == "fake-model" and ident["kind"] == "openai_chat"
-
-
-@pytest.mark.parametrize(
-    ("url", "choice", "used"),
-    [
-        ("http://127.0.0.1:9/v1", "auto", "http1"),
-        ("https://127.0.0.1:9/v1", "auto", "aiohttp"),
-        ("http://127.0.0.1:9/v1", "aiohttp", "aiohttp"),
-        ("http://127.0.0.1:9/v1", "httpx", "httpx"),
-    ],
-)
-def test_http_client_option_picks_the_client(
-    url: str, choice: str, used: str, transport: str
-) -> None:
-    """``http_client`` (docs/engines.md, The HTTP client) decides which client sends the calls."""
-    if transport != "http1":
-        pytest.skip("the option is what is tested; the fixture's overrides would mask it")
-
-    async def go() -> str:
-        eng = OpenAIChatEngine(_cfg(url, extra={"http_client": choice}))
-        await eng.start()
-        try:
-            if eng._pool is not None:
-                return "http1"
-            return "aiohttp" if eng._session is not None else "httpx"
-        finally:
-            await eng.close()
-
-    assert _run(go()) == used
