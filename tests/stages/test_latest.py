@@ -161,3 +161,37 @@ def test_integer_columns_read_through_a_pool_keep_their_values(n: int) -> None:
         assert len({id(v) for v in got}) == len(set(values))  # one object per value
     unique = list(range(10**6, 10**6 + n))  # all distinct: no pool is grown for them
     assert raw._pylist(raw.pa.array(unique, raw.pa.int64()), {}) == unique
+
+
+@pytest.mark.parametrize("eager", [True, False], ids=["all-columns-at-once", "per-column"])
+def test_float_columns_are_doubles_and_keep_every_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eager: bool
+) -> None:
+    """cost_usd and latency_s come back as the floats written (-0.0, NaN, tiny and huge ones
+    included), held as doubles; a column with a null anywhere comes back with None there."""
+    monkeypatch.setattr(raw, "_EAGER_ROWS", 10**9 if eager else 0)
+    specials = [-0.0, float("nan"), 5e-324, 1.7976931348623157e308, 0.1 + 0.2, 3.0]
+    written: dict[str, tuple[float, float | None]] = {}
+    for part in range(3):
+        writer = RawWriter(raw_dir(tmp_path, "s", "e"), flush_rows=10**6)
+        for i in range(7):
+            key = f"k{part}-{i}"
+            cost = specials[(part * 7 + i) % len(specials)] * (1 if i % 2 else -1)
+            latency = None if part == 1 and i == 3 else i / 7
+            written[key] = (cost, latency)
+            row: dict[str, Any] = {c: "" for c in REQUIRED_COLUMNS} | ROW_DEFAULTS
+            row |= {"request_key": key, "engine": "e", "status": "ok", "sealed": True}
+            row |= {"repeat": i, "seed": i}
+            row |= {"cost_usd": cost, "latency_s": latency}
+            writer.append(row)
+        writer.close()
+    got = latest_records(raw_files(tmp_path, "s"))
+    costs = raw.record_column(got, "cost_usd")
+    assert isinstance(costs, raw.array) and costs.typecode == "d"
+    assert isinstance(raw.record_column(got, "latency_s"), list)  # one null among them
+    assert len(got) == len(written) == 21
+    for r in got:
+        cost, latency = written[r["request_key"]]
+        assert type(r["cost_usd"]) is float
+        assert repr(r["cost_usd"]) == repr(cost)  # the sign of -0.0 and NaN kept
+        assert r["latency_s"] == latency

@@ -399,7 +399,7 @@ class _LatestColumns:
 
         self._paths = list(paths)
         self._n = len(take)
-        self.loaded: dict[str, list[Any]] = {}
+        self.loaded: dict[str, Sequence[Any]] = {}
         # per part: the output slots its chosen rows fill, their rows within the part and the
         # part's table when it was read whole (else it is read again, by column, on demand)
         self._parts: list[tuple[Path, Any, Any, pa.Table | None]] = []
@@ -412,7 +412,7 @@ class _LatestColumns:
                 local = (take[where] - start).astype(np.int32 if sizes[i] < 2**31 else np.int64)
                 self._parts.append((p, where, pa.array(local), held))
 
-    def column(self, i: int) -> list[Any]:
+    def column(self, i: int) -> Sequence[Any]:
         name = _COLUMNS[i]
         col = self.loaded.get(name)
         if col is None:
@@ -424,8 +424,15 @@ class _LatestColumns:
             col = self.loaded[name]
         return col
 
-    def _load(self, names: list[str]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {n: [None] * self._n for n in names}
+    def _load(self, names: list[str]) -> dict[str, Sequence[Any]]:
+        import numpy as np
+
+        out: dict[str, list[Any]] = {n: [None] * self._n for n in names if n not in _FLOATS}
+        # Float columns (cost, latency) as 8-byte doubles while no value is null: as lists
+        # they were a 24-byte float object and a pointer a row (640 MB at ten million rows,
+        # read in full when a table sums the cost of ten thousand of them).
+        floats = {n: np.zeros(self._n) for n in names if n in _FLOATS}
+        nulls: dict[str, list[tuple[Any, list[Any]]]] = {}
         pools: dict[str, dict[Any, Any]] = {n: {} for n in names}
         for p, where, local, held in self._parts:
             try:
@@ -438,11 +445,31 @@ class _LatestColumns:
                 raise _corrupt(p, e) from e
             slots = where.tolist()
             for n in names:
+                if n in floats:
+                    c = t.column(n)
+                    if c.null_count:
+                        nulls.setdefault(n, []).append((where, c.to_pylist()))
+                    else:
+                        floats[n][where] = c.to_numpy()
+                    continue
                 col = out[n]
                 for j, v in zip(slots, _pylist(t.column(n), pools[n]), strict=True):
                     col[j] = v
-        return out
+        done: dict[str, Sequence[Any]] = dict(out)
+        for n, values in floats.items():
+            if n in nulls:  # a null among them: Python values, None where null
+                col = values.tolist()
+                for where, part in nulls[n]:
+                    for j, v in zip(where.tolist(), part, strict=True):
+                        col[j] = v
+                done[n] = col
+            else:
+                done[n] = array("d", values.tobytes())
+        return done
 
+
+_FLOATS = frozenset(f.name for f in RAW_SCHEMA if pa.types.is_float64(f.type))
+"""Raw columns held as doubles (``_LatestColumns._load``)."""
 
 _EAGER_ROWS = 50_000
 """Up to this many latest rows, the first column asked for brings every column (~60 MB)."""
