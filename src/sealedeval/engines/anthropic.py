@@ -626,7 +626,7 @@ class AnthropicEngine(OpenAIChatEngine):
         return EngineError("malformed", f"batch: result type {kind!r}", response={"raw": result})
 
     async def complete(self, request: Request) -> Completion:
-        if self._session is None and self._client is None:
+        if not self._started:
             await self.start()
         body, answer, wrapped = self.messages_body(request)
         resp = await self._post(compact_body(body))

@@ -243,18 +243,32 @@ class OpenAIChatEngine:
             headers["authorization"] = f"Bearer {key}"
         return headers
 
+    @property
+    def _started(self) -> bool:
+        return self._pool is not None or self._session is not None or self._client is not None
+
     async def start(self) -> None:
-        headers = self._headers()
+        """The chat calls' client: ``engines.http1`` for an ``http://`` URL under
+        ``http_client: auto``, else aiohttp (httpx without it). The batch protocol's client is
+        opened when a batch first needs it (``_call``): an aiohttp session costs ~30 ms of
+        certificate loading that a run of chat calls over http1 never uses."""
         t = self.config.timeout_s
-        conc = self.config.concurrency
         if self._http_client == "auto" and USE_HTTP1 and self._url.startswith("http://"):
             self._pool = Http1Pool(
                 self._url,
-                headers,
-                limit=conc,
+                self._headers(),
+                limit=self.config.concurrency,
                 connect_timeout=min(10.0, t),
                 read_timeout=t,
             )
+            return
+        self._open_client()
+
+    def _open_client(self) -> None:
+        """The aiohttp session (or httpx client) that calls other than chat calls go through."""
+        headers = self._headers()
+        t = self.config.timeout_s
+        conc = self.config.concurrency
         if self._http_client != "httpx" and _have_aiohttp():
             import aiohttp
 
@@ -350,7 +364,7 @@ class OpenAIChatEngine:
         """One request of the batch protocol (upload, create, poll, download) on the engine's
         transport; transport failures classified like a chat call's, statuses by the caller."""
         if self._session is None and self._client is None:
-            await self.start()
+            self._open_client()
         if self._session is not None:
             try:
                 async with self._session.request(method, url, data=data, headers=headers) as r:
@@ -527,7 +541,7 @@ class OpenAIChatEngine:
         return out
 
     async def complete(self, request: Request) -> Completion:
-        if self._session is None and self._client is None:
+        if not self._started:
             await self.start()
         resp = await self._post(self.body(request))
         if resp.status >= 400:  # (the body is decoded as text only for an error)
