@@ -372,7 +372,8 @@ class Http1Pool:
         self._busy.discard(conn)
         conn.waiter = None
         if conn.closed or not conn.keep_alive or self._closed:
-            conn.abort() if not conn.closed else None
+            if not conn.closed:
+                conn.abort()
             self._open -= 1
         else:
             self._idle.append(conn)

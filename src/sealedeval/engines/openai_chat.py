@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 USE_AIOHTTP = True
 # Set False to send ``http://`` chat calls through aiohttp too (the tests do, to cover it).
 USE_HTTP1 = True
-HTTP_CLIENTS: Final = ("auto", "aiohttp", "httpx")
-"""The ``http_client`` option: ``auto`` is engines.http1 for ``http://`` chat calls and aiohttp
-for the rest (httpx when aiohttp is not installed)."""
 
 
 def _have_aiohttp() -> bool:
