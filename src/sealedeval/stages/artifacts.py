@@ -30,6 +30,7 @@ from sealedeval.canonical import compact, dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import atomic_path, write_text_atomic
 from sealedeval.store.arrow import pa
+from sealedeval.store.columns import Coded, HexKeys, code_array, codes_view, hex_packed
 
 ITEMS_DIR = Path("results/items")
 GRADED_DIR = Path("results/graded")
@@ -141,56 +142,12 @@ Mixed types are not (1, 1.0 and True are equal), nor floats with a NaN (not equa
 itself) or a -0.0 (equal to 0.0): those columns stay lists."""
 
 
-class Coded(Sequence[Any]):
-    """A graded column as one 4-byte code per row into its distinct values.
-
-    The graded columns repeat a few values (engine, grader, category, details, item) or each
-    value a few times (request keys: one per grader): four million golden graded rows took
-    8 bytes per cell as lists, ~0.5 GB per million raw rows, and the grade stage's peak was
-    that (``benchmarks/scale.py``). Reading a cell is one list index more. The values need
-    not be distinct: ``stages.grade.GradedTable``'s identity columns are the raw columns,
-    indexed by each graded row's raw row."""
-
-    __slots__ = ("codes", "values")
-
-    def __init__(self, codes: array[int], values: list[Any]) -> None:
-        self.codes = codes
-        self.values = values
-
-    @classmethod
-    def build(cls, values: list[Any]) -> Sequence[Any]:
-        """``values`` coded, or the list itself when its types are not codable (see
-        ``_CODABLE``) or a value is unhashable."""
-        coder = _Coder()
-        coder.add(values)
-        return coder.done()
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self.values[c] for c in self.codes[i]]
-        return self.values[self.codes[i]]
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def __iter__(self) -> Iterator[Any]:
-        return map(self.values.__getitem__, self.codes)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == len(self) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def taken(self, order: Any) -> Coded:
-        """The column in ``order`` (numpy int64 positions)."""
-        import numpy as np
-
-        codes = np.frombuffer(self.codes, dtype=np.uint32)[order]
-        out: array[int] = array("I")
-        out.frombytes(codes.tobytes())
-        return Coded(out, self.values)
+def _coded_values(values: list[Any]) -> Sequence[Any]:
+    """``values`` coded, or the list itself when its types are not codable (see ``_CODABLE``)
+    or a value is unhashable."""
+    coder = _Coder()
+    coder.add(values)
+    return coder.done()
 
 
 class _Coder:
@@ -233,7 +190,9 @@ class _Coder:
         self.codes, self.index = array("I"), {}
 
     def done(self) -> Sequence[Any]:
-        return self.plain if self.plain is not None else Coded(self.codes, list(self.index))
+        if self.plain is not None:
+            return self.plain
+        return Coded(code_array(codes_view(self.codes), len(self.index)), list(self.index))
 
 
 def _plain_floats(distinct: Mapping[Any, None], values: list[Any]) -> bool:
@@ -247,9 +206,22 @@ _CHUNK = 65_536
 """Rows ``from_rows`` gathers as lists before coding them (bounds the lists' share)."""
 
 
+_INT_TYPECODES = frozenset("bBhHiIlLqQ")
+
+
 def _kind_of(values: Sequence[Any]) -> str:
-    """``_column_kind`` of a column, read off the distinct values of a coded one."""
-    return _column_kind(values.values if isinstance(values, Coded) else values)
+    """``_column_kind`` of a column, read off the distinct values of a coded one (through
+    every level: a graded identity column codes into a coded raw column), the type of a
+    machine array, or ``string`` for hex keys."""
+    while isinstance(values, Coded):
+        values = values.values
+    if isinstance(values, HexKeys):
+        return "string"
+    if isinstance(values, array) and len(values) and values.typecode in _INT_TYPECODES:
+        return "int"
+    if isinstance(values, array) and len(values) and values.typecode == "d":
+        return "float"
+    return _column_kind(values)
 
 
 class GradedRow(Mapping[str, Any]):
@@ -389,7 +361,7 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             done.append(coder.done())
         for k, v in extra.items() if n else ():  # no rows: no columns, as no dicts had none
             names.append(k)
-            done.append(Coded.build([v] * n))
+            done.append(_coded_values([v] * n))
         out = cls(names, done, n, (sigs, list(sig_ids)))
         out._own = True
         return out
@@ -464,10 +436,10 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         (``{**row, **values}`` per row, as ``from_rows``' ``extra``)."""
         if not self._n:
             return self
-        zeros: array[int] = array("I", bytes(4 * self._n))
+        zeros: array[int] = array("B", bytes(self._n))  # one byte a row: every code is 0
         names, columns = list(self.names), list(self.columns)
         for k, v in values.items():
-            one = Coded.build([v])
+            one = _coded_values([v])
             col = Coded(zeros, one.values) if isinstance(one, Coded) else [v] * self._n
             if k in self.colpos:
                 columns[self.colpos[k]] = col
@@ -518,14 +490,21 @@ _RANK_IN_ARROW = 65_536
 """From this many values a coded column's values are ranked by Arrow (``_value_ranks``)."""
 
 
-def _value_ranks(values: list[Any]) -> Any | None:
+def _value_ranks(values: Sequence[Any]) -> Any | None:
     """Each value's rank among the distinct values (numpy int32), when every value is a str
     (code point order, as Arrow and ``sorted``); else None.
 
     A graded identity column's values are the raw column: ten million request keys ranked
     through a set, a sorted list and a dict of them held ~100 bytes a key; Arrow's dense rank
-    holds the string array and its sort indices (~50)."""
+    holds the string array and its sort indices (~50). Hex keys rank by their bytes; a coded
+    column by its values' ranks (no string per row either way)."""
     import numpy as np
+
+    if isinstance(values, HexKeys):
+        return values.ranks()
+    if isinstance(values, Coded):
+        inner = _value_ranks(values.values)
+        return None if inner is None else inner[values.code_view()]
 
     if len(values) < _RANK_IN_ARROW:
         if any(type(v) is not str for v in values):
@@ -549,7 +528,6 @@ def _ranked_codes(cols: Sequence[Sequence[Any]]) -> list[tuple[Any, Any]] | None
     them, when every key column is ``Coded`` over strings only; else None (the general sort
     applies). ``rank[codes]`` is each row's rank: the rows sort by integers, and no string
     array of millions of rows is built."""
-    import numpy as np
 
     out = []
     for c in cols:
@@ -558,7 +536,7 @@ def _ranked_codes(cols: Sequence[Sequence[Any]]) -> list[tuple[Any, Any]] | None
         rank = _value_ranks(c.values)
         if rank is None:
             return None
-        out.append((rank, np.frombuffer(c.codes, dtype=np.uint32)))
+        out.append((rank, c.code_view()))
     return out
 
 
@@ -608,27 +586,58 @@ def _as_graded(graded: Sequence[Mapping[str, Any]] | GradedRows) -> GradedRows:
 def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Graded rows as a typed table (columns in first-seen order; a row lacking a column has
     None there, and the column list is kept in the metadata so an empty file reads back)."""
+    rows = _as_graded(graded)
+    kinds = [_kind_of(c) for c in rows.columns]
+    return _table_rows(rows, kinds, 0, len(rows))
+
+
+def _metadata(rows: GradedRows, kinds: Sequence[str]) -> dict[bytes, bytes]:
+    json_cols = [c for c, k in zip(rows.names, kinds, strict=True) if k == "json"]
+    return {
+        _JSON_COLUMNS: compact(json_cols).encode(),
+        _COLUMN_ORDER: compact(rows.names).encode(),
+    }
+
+
+def _table_rows(rows: GradedRows, kinds: Sequence[str], start: int, stop: int) -> pa.Table:
+    """Rows ``start:stop`` as a typed table (``graded_table``)."""
     import numpy as np
 
-    rows = _as_graded(graded)
+    at = np.arange(start, stop, dtype=np.int64)
     arrays = []
-    json_cols = []
-    for c, values in zip(rows.names, rows.columns, strict=True):
-        kind = _kind_of(values)
+    for values, kind in zip(rows.columns, kinds, strict=True):
         if kind == "json":
-            json_cols.append(c)
-            arrays.append(
-                pa.array([None if v is None else compact(v) for v in values], type=pa.string())
-            )
-        elif isinstance(values, Coded):  # the distinct values, taken by code
-            codes = pa.array(np.frombuffer(values.codes, dtype=np.uint32))
-            arrays.append(pa.array(values.values, type=_ARROW[kind]).take(codes))
+            text = [None if v is None else compact(v) for v in values[start:stop]]
+            arrays.append(pa.array(text, type=pa.string()))
+        elif isinstance(values, Coded | HexKeys):
+            arrays.append(_arrow_at(values, _ARROW[kind], at))
         else:
-            arrays.append(pa.array(values, type=_ARROW[kind]))
+            whole = start == 0 and stop == len(values)
+            arrays.append(pa.array(values if whole else values[start:stop], type=_ARROW[kind]))
     table = pa.Table.from_arrays(arrays, names=rows.names) if rows.names else pa.table({})
-    return table.replace_schema_metadata(
-        {_JSON_COLUMNS: compact(json_cols).encode(), _COLUMN_ORDER: compact(rows.names).encode()}
-    )
+    return table.replace_schema_metadata(_metadata(rows, kinds))
+
+
+def _arrow_at(values: Sequence[Any], kind: pa.DataType, at: Any) -> pa.Array:
+    """A column's values at positions ``at`` (numpy int64) as an Arrow array: a coded column's
+    values taken by code (through every level), hex keys spelled out from their bytes; no
+    Python value per row for either."""
+    import numpy as np
+
+    while isinstance(values, Coded):
+        at = values.code_view()[at].astype(np.int64)
+        values = values.values
+    if isinstance(values, HexKeys):
+        chars, width = values.hex_chars(at)
+        offsets = np.arange(len(at) + 1, dtype=np.int64) * width
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
+        arr = pa.Array.from_buffers(pa.large_string(), len(at), buffers)
+        return arr.cast(kind)
+    if isinstance(values, array):
+        return pa.array(np.frombuffer(values, dtype=values.typecode)[at], type=kind)
+    if len(values) > 4 * len(at):  # a few rows of a long column
+        return pa.array([values[i] for i in at.tolist()], type=kind)
+    return pa.array(values, type=kind).take(pa.array(at))
 
 
 def rows_from_table(table: pa.Table) -> GradedRows:
@@ -659,9 +668,18 @@ def _coded(column: pa.ChunkedArray) -> Coded:
     import numpy as np
 
     encoded = column.combine_chunks().dictionary_encode()
-    codes: array[int] = array("I")
-    codes.frombytes(np.asarray(encoded.indices, dtype=np.uint32).tobytes())
-    return Coded(codes, encoded.dictionary.to_pylist())
+    distinct = encoded.dictionary
+    codes = code_array(np.asarray(encoded.indices), len(distinct))
+    if len(distinct) >= _HEX_KEYS_MIN:  # request keys: their bytes, not a str each
+        packed = hex_packed(distinct)
+        if packed is not None:
+            return Coded(codes, HexKeys(packed))
+    return Coded(codes, distinct.to_pylist())
+
+
+_HEX_KEYS_MIN = 65_536
+"""From this many distinct values, a graded column of hex keys of one width is read back as
+``HexKeys`` (16 bytes a 32-digit key against ~90 as a ``str`` in a list)."""
 
 
 def normalize_graded(graded: Sequence[Mapping[str, Any]]) -> GradedRows:
@@ -706,12 +724,29 @@ def _json_round_trip(values: Sequence[Any]) -> Sequence[Any]:
 def write_graded(
     path: Path, graded: Sequence[Mapping[str, Any]], meta: Mapping[str, str] | None = None
 ) -> None:
-    table = graded_table(graded)
-    md = dict(table.schema.metadata or {})
+    """The graded file, a row group of ``_WRITE_ROWS`` rows at a time: the Arrow table of 40
+    million graded rows (ten million raw rows' request keys spelled out four times) is
+    never built whole."""
+    rows = _as_graded(graded)
+    kinds = [_kind_of(c) for c in rows.columns]
+    md = _metadata(rows, kinds)
     md.update({f"sealedeval.{k}".encode(): v.encode() for k, v in (meta or {}).items()})
-    table = table.replace_schema_metadata(md)
+    n = len(rows)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        first = _table_rows(rows, kinds, 0, min(n, _WRITE_ROWS)).replace_schema_metadata(md)
+        if n <= _WRITE_ROWS:
+            pq.write_table(first, tmp, compression="zstd")
+            return
+        with pq.ParquetWriter(tmp, first.schema, compression="zstd") as writer:
+            writer.write_table(first)
+            del first
+            for start in range(_WRITE_ROWS, n, _WRITE_ROWS):
+                part = _table_rows(rows, kinds, start, min(n, start + _WRITE_ROWS))
+                writer.write_table(part.replace_schema_metadata(md))
+
+
+_WRITE_ROWS = 1 << 20
+"""Graded rows per row group written (Arrow's default row group)."""
 
 
 def read_graded_meta(path: Path) -> dict[str, str]:

@@ -15,7 +15,6 @@ always a prefix of the runs' rows in flush order.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import threading
 import time
@@ -31,6 +30,7 @@ import pyarrow.parquet as pq
 from sealedeval.errors import UserError
 from sealedeval.fsutil import atomic_path
 from sealedeval.store.arrow import pa
+from sealedeval.store.columns import Coded, HexKeys, code_array, hex_packed
 from sealedeval.store.schema import RAW_SCHEMA
 
 RAW_ROOT = Path("results/raw")
@@ -425,15 +425,8 @@ class _LatestColumns:
         return col
 
     def _load(self, names: list[str]) -> dict[str, Sequence[Any]]:
-        import numpy as np
-
-        out: dict[str, list[Any]] = {n: [None] * self._n for n in names if n not in _FLOATS}
-        # Float columns (cost, latency) as 8-byte doubles while no value is null: as lists
-        # they were a 24-byte float object and a pointer a row (640 MB at ten million rows,
-        # read in full when a table sums the cost of ten thousand of them).
-        floats = {n: np.zeros(self._n) for n in names if n in _FLOATS}
-        nulls: dict[str, list[tuple[Any, list[Any]]]] = {}
-        pools: dict[str, dict[Any, Any]] = {n: {} for n in names}
+        """The columns ``names`` of the latest rows, each in its compact form (``_Gather``)."""
+        gathers = {n: _Gather(n, self._n) for n in names}
         for p, where, local, held in self._parts:
             try:
                 if held is not None:
@@ -443,29 +436,121 @@ class _LatestColumns:
                     t = pf.read(columns=names).take(local)
             except (pa.ArrowInvalid, OSError, KeyError) as e:
                 raise _corrupt(p, e) from e
-            slots = where.tolist()
             for n in names:
-                if n in floats:
-                    c = t.column(n)
-                    if c.null_count:
-                        nulls.setdefault(n, []).append((where, c.to_pylist()))
-                    else:
-                        floats[n][where] = c.to_numpy()
-                    continue
-                col = out[n]
-                for j, v in zip(slots, _pylist(t.column(n), pools[n]), strict=True):
-                    col[j] = v
-        done: dict[str, Sequence[Any]] = dict(out)
-        for n, values in floats.items():
-            if n in nulls:  # a null among them: Python values, None where null
-                col = values.tolist()
-                for where, part in nulls[n]:
-                    for j, v in zip(where.tolist(), part, strict=True):
-                        col[j] = v
-                done[n] = col
-            else:
-                done[n] = array("d", values.tobytes())
-        return done
+                gathers[n].add(where, t.column(n))
+        return {n: g.done() for n, g in gathers.items()}
+
+
+class _Gather:
+    """One latest-rows column filled part by part (``where``: the output slots of a part's
+    chosen rows), then held in the least memory that gives each row's value back:
+
+    - hex request keys as their bytes (``HexKeys``, 16 bytes a key against ~90 as a ``str``
+      in a list: 1 GB at ten million rows);
+    - repeated strings (conditions, items, models, answers), booleans and integers with few
+      distinct values as 1-, 2- or 4-byte codes into the distinct values (``Coded``: a list
+      was 8 bytes a row per column, ~80 MB a column read at ten million rows);
+    - floats (cost, latency) as doubles while none is null (a 24-byte float object and a
+      pointer a row as a list);
+    - other integers as 8-byte machine ints; whatever else (unique strings, a null among
+      floats or integers) as a list, one Python value a row, as before.
+    """
+
+    def __init__(self, name: str, n: int) -> None:
+        import numpy as np
+
+        self.name, self.n = name, n
+        field = RAW_SCHEMA.field(name)
+        self.kind = (
+            "key"
+            if name == "request_key"
+            else "float"
+            if pa.types.is_float64(field.type)
+            else "int"
+            if pa.types.is_integer(field.type)
+            else "coded"
+            if name not in _UNIQUE
+            else "list"
+        )
+        self.packed: Any = None
+        self.numbers: Any = np.zeros(n, dtype=np.float64 if self.kind == "float" else np.int64)
+        self.codes: Any = np.zeros(n, dtype=np.uint32) if self.kind == "coded" else None
+        self.index: dict[Any, int] = {}
+        self.plain: list[Any] | None = [None] * n if self.kind == "list" else None
+
+    def _to_plain(self) -> list[Any]:
+        """From here on (a null among numbers, keys that are not hex): a list, the rows so far
+        given back their values."""
+        if self.plain is None:
+            have = self._compact()
+            self.plain = list(have) if have is not None else [None] * self.n
+            self.packed = self.codes = None
+        return self.plain
+
+    def add(self, where: Any, col: pa.ChunkedArray) -> None:
+        import numpy as np
+
+        if self.plain is not None:
+            for j, v in zip(where.tolist(), _pylist(col, {}), strict=True):
+                self.plain[j] = v
+            return
+        if self.kind == "key":
+            packed = hex_packed(col)
+            width = None if self.packed is None else self.packed.shape[1]
+            if packed is not None and width in (None, packed.shape[1]):
+                if self.packed is None:
+                    self.packed = np.zeros((self.n, packed.shape[1]), dtype=np.uint8)
+                self.packed[where] = packed
+                return
+            self._to_plain()
+            return self.add(where, col)
+        if self.kind in ("float", "int"):
+            if col.null_count:
+                self._to_plain()
+                return self.add(where, col)
+            self.numbers[where] = col.to_numpy()
+            return
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if isinstance(arr, pa.DictionaryArray):
+            distinct = arr.dictionary.to_pylist()
+            indices = arr.indices
+            if arr.null_count:
+                indices = indices.fill_null(len(distinct))
+                distinct.append(None)
+            index = self.index
+            mine = np.array([index.setdefault(v, len(index)) for v in distinct], dtype=np.uint32)
+            self.codes[where] = mine[indices.to_numpy()]
+            return
+        index = self.index
+        self.codes[where] = np.fromiter(
+            (index.setdefault(v, len(index)) for v in arr.to_pylist()), dtype=np.uint32
+        )
+
+    def _compact(self) -> Sequence[Any] | None:
+        """The column as gathered so far in its compact form (None: nothing gathered)."""
+        import numpy as np
+
+        if self.kind == "key":
+            return None if self.packed is None else HexKeys(self.packed)
+        if self.kind == "coded":
+            return Coded(code_array(self.codes, len(self.index)), list(self.index))
+        if self.kind == "float":
+            return array("d", self.numbers.tobytes())
+        values, inverse = np.unique(self.numbers, return_inverse=True)
+        if len(values) <= _CODED_INTS:  # repeat numbers, token counts, attempts
+            return Coded(code_array(inverse.ravel(), len(values)), values.tolist())
+        return array("q", self.numbers.tobytes())
+
+    def done(self) -> Sequence[Any]:
+        if self.plain is not None:
+            return self.plain
+        out = self._compact()
+        return out if out is not None else []
+
+
+_CODED_INTS = 1 << 16
+"""Up to this many distinct values an integer column is held as codes (2 bytes a row at
+most), beyond it as 8-byte ints."""
 
 
 _FLOATS = frozenset(f.name for f in RAW_SCHEMA if pa.types.is_float64(f.type))
@@ -604,17 +689,6 @@ def _latest_arrow(tables: Sequence[pa.Table]) -> Any:
     return chosen[np.asarray(pc.sort_indices(by, [("e", "ascending"), ("k", "ascending")]))]
 
 
-@functools.cache
-def _hex_digits() -> Any:
-    """Byte → value of a lowercase hex digit, 255 for every other byte."""
-    import numpy as np
-
-    table = np.full(256, 255, dtype=np.uint8)
-    for value, char in enumerate(b"0123456789abcdef"):
-        table[char] = value
-    return table
-
-
 def _hex_words(col: pa.Array | pa.ChunkedArray) -> Any | None:
     """Keys as big-endian uint64 words, shape (rows, width // 16), when every key is ``width``
     lowercase hex digits (a positive multiple of 16, the same for all; no nulls): equal words
@@ -625,24 +699,9 @@ def _hex_words(col: pa.Array | pa.ChunkedArray) -> Any | None:
     """
     import numpy as np
 
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+    packed = hex_packed(col)
+    if packed is None or packed.shape[1] % 8:
         return None
-    n = len(arr)
-    off_type = np.dtype(np.int32 if pa.types.is_string(arr.type) else np.int64)
-    _, off_buf, data_buf = arr.buffers()
-    offs = np.frombuffer(
-        off_buf, dtype=off_type, count=n + 1, offset=arr.offset * off_type.itemsize
-    )
-    width = int(offs[1] - offs[0])
-    if width == 0 or width % 16 or np.any(np.diff(offs) != width):
-        return None
-    digits = _hex_digits()[
-        np.frombuffer(data_buf, dtype=np.uint8, count=n * width, offset=int(offs[0]))
-    ].reshape(n, width)
-    if digits.max() > 15:
-        return None
-    packed = np.ascontiguousarray((digits[:, 0::2] << 4) | digits[:, 1::2])
     return packed.view(">u8").astype(np.uint64)
 
 

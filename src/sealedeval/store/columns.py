@@ -1,0 +1,201 @@
+"""Compact read-only columns: what the stages hold per row at millions of rows.
+
+A Python list holds an 8-byte pointer per row and, for a request key, a ~80-byte ``str`` object
+per row: ten million latest raw rows were ~1 GB of keys and ~80 MB per other column read
+(``benchmarks/scale.py --n 10000000``). These columns hold one small code per row into the
+distinct values (``Coded``), or a key's bytes (``HexKeys``), and make the Python value when a
+row is read. They are ``Sequence``s: code that indexes or iterates a list works unchanged;
+code that wants the list makes one.
+"""
+
+from __future__ import annotations
+
+import functools
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+_NARROW = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
+"""Unsigned code widths, narrowest first, with how many distinct values each can code."""
+
+
+def code_array(codes: Any, n_values: int) -> array[int]:
+    """Codes (a numpy integer array, values below ``n_values``) in the narrowest unsigned
+    ``array`` type that holds them: one byte a row for up to 256 distinct values."""
+    import numpy as np
+
+    for typecode, limit in _NARROW:
+        if n_values <= limit:
+            out: array[int] = array(typecode)
+            out.frombytes(np.ascontiguousarray(codes, dtype=_DT[typecode]).tobytes())
+            return out
+    raise ValueError(f"{n_values} distinct values: too many to code")
+
+
+_DT = {"B": "u1", "H": "u2", "I": "u4", "L": "u8", "Q": "u8"}
+"""numpy's name for each unsigned ``array`` type (numpy is imported where a column is used:
+the CLI's start-up does not pay for it)."""
+
+
+def codes_view(codes: array[int]) -> Any:
+    """An ``array`` of codes as a numpy array (no copy)."""
+    import numpy as np
+
+    return np.frombuffer(codes, dtype=np.dtype(_DT[codes.typecode]))
+
+
+class Coded(Sequence[Any]):
+    """A column as one code per row (an unsigned ``array``: 1, 2 or 4 bytes) into its values.
+
+    The values need not be distinct, and may be a column themselves: a graded table's identity
+    columns are the raw columns, indexed by each graded row's raw row
+    (``stages.grade.GradedTable``). Reading a cell is one index more than a list."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: array[int], values: Sequence[Any]) -> None:
+        self.codes = codes
+        self.values = values
+
+    def __getitem__(self, i: Any) -> Any:
+        try:
+            return self.values[self.codes[i]]
+        except TypeError:  # a slice: codes[i] is an array, not an index
+            if not isinstance(i, slice):
+                raise
+            return [self.values[c] for c in self.codes[i]]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.values.__getitem__, self.codes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == len(self) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def code_view(self) -> Any:
+        """The codes as a numpy array (no copy)."""
+        return codes_view(self.codes)
+
+    def taken(self, order: Any) -> Coded:
+        """The column in ``order`` (numpy integer positions)."""
+        out: array[int] = array(self.codes.typecode)
+        out.frombytes(self.code_view()[order].tobytes())
+        return Coded(out, self.values)
+
+
+@functools.cache
+def _digit_values() -> Any:
+    """Byte → value of a lowercase hex digit, 255 for every other byte."""
+    import numpy as np
+
+    table = np.full(256, 255, dtype=np.uint8)
+    for value, char in enumerate(b"0123456789abcdef"):
+        table[char] = value
+    return table
+
+
+def hex_packed(arr: Any) -> Any | None:
+    """An Arrow string array's values as bytes, a row of ``width // 2`` per value (numpy
+    ``uint8``, shape (rows, width // 2)), when every value is ``width`` lowercase hex digits
+    (the same positive even width for all; no nulls). Else None. What ``HexKeys`` holds."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    n = len(arr)
+    if n == 0:
+        return None
+    off_type = np.dtype(np.int32 if pa.types.is_string(arr.type) else np.int64)
+    _, off_buf, data_buf = arr.buffers()
+    offs = np.frombuffer(
+        off_buf, dtype=off_type, count=n + 1, offset=arr.offset * off_type.itemsize
+    )
+    width = int(offs[1] - offs[0])
+    if width == 0 or width % 2 or np.any(np.diff(offs) != width):
+        return None
+    digits = _digit_values()[
+        np.frombuffer(data_buf, dtype=np.uint8, count=n * width, offset=int(offs[0]))
+    ].reshape(n, width)
+    if digits.max() > 15:
+        return None
+    return np.ascontiguousarray((digits[:, 0::2] << 4) | digits[:, 1::2])
+
+
+@functools.cache
+def _hex_digits() -> Any:
+    import numpy as np
+
+    return np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+class HexKeys(Sequence[str]):
+    """Keys of one width of lowercase hex digits, held as their bytes: 16 bytes a 32-digit
+    request key instead of a pointer and an ~80-byte ``str`` (1 GB at ten million rows).
+
+    ``packed`` is a 2-d numpy ``uint8`` array, a row per key. Byte order is digit order, so
+    comparing rows as bytes orders them as their strings (``ranks``)."""
+
+    __slots__ = ("_b", "_w", "packed")
+
+    def __init__(self, packed: Any) -> None:
+        import numpy as np
+
+        self.packed = np.ascontiguousarray(packed, dtype=np.uint8)
+        self._w = int(self.packed.shape[1])
+        self._b = self.packed.tobytes() if self._w else b""
+
+    def __len__(self) -> int:
+        return int(self.packed.shape[0])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("key index out of range")
+        w = self._w
+        return self._b[i * w : i * w + w].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        b, w = self._b, self._w
+        return (b[s : s + w].hex() for s in range(0, len(b), w))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HexKeys):
+            return self._b == other._b and self.packed.shape == other.packed.shape
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def ranks(self) -> Any:
+        """Each key's rank among the distinct keys in string order (numpy int32)."""
+        import numpy as np
+
+        rows = self.packed.view(np.dtype((np.void, self._w))).ravel()
+        _, inverse = np.unique(rows, return_inverse=True)
+        return inverse.astype(np.int32).ravel()
+
+    def hex_chars(self, at: Any) -> tuple[Any, int]:
+        """The keys at positions ``at`` as one buffer of hex digits (``uint8``) and the
+        digits per key: what an Arrow string array of them is built from."""
+        import numpy as np
+
+        hexd = _hex_digits()
+        sub = self.packed[at]
+        chars = np.empty((len(sub), 2 * self._w), dtype=np.uint8)
+        chars[:, 0::2] = hexd[sub >> 4]
+        chars[:, 1::2] = hexd[sub & 15]
+        return chars.ravel(), 2 * self._w
