@@ -6,10 +6,12 @@ attribute-swap probes — rows as plain dicts and as ``latest_records`` reads th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -25,7 +27,15 @@ from sealedeval.plugins import (
 )
 from sealedeval.stages import artifacts
 from sealedeval.stages.grade import ORDER, grade
-from sealedeval.store.raw import LatestRows, RawWriter, latest_records, raw_dir, raw_files
+from sealedeval.store.columns import Coded, HexKeys
+from sealedeval.store.raw import (
+    LatestRows,
+    RawWriter,
+    latest_records,
+    raw_dir,
+    raw_files,
+    record_column,
+)
 from sealedeval.store.schema import RAW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,10 +71,15 @@ def _config(tmp_path: Path) -> Config:
     return load_config(ROOT, ["config/tiny.yaml", str(extra)])
 
 
-def _rows(cfg: Config) -> list[dict[str, Any]]:
+def _rows(cfg: Config, hex_keys: bool = False) -> list[dict[str, Any]]:
     """Every planned call of both engines answered: the reference answer, a wrong one, the
     same wrong one again, a distinct one or a failed call, by position; a judge reply on every
-    third answer of ``reference``."""
+    third answer of ``reference``. Keys named for what they are, or sha256 hex as real runs
+    key their rows (``hex_keys``)."""
+
+    def key(name: str) -> str:
+        return hashlib.sha256(name.encode()).hexdigest()[:32] if hex_keys else name
+
     suite = get_suite("golden", cfg)
     items = suite.generate(GenerateContext(cfg=cfg, seed=7))
     template = {c: "" for c in RAW_SCHEMA.names} | {
@@ -101,7 +116,7 @@ def _rows(cfg: Config) -> list[dict[str, Any]]:
             rows.append(
                 template
                 | {
-                    "request_key": f"{eng}-{n:04d}",
+                    "request_key": key(f"{eng}-{n:04d}"),
                     "engine": eng,
                     "engine_kind": "reference",
                     "model": eng,
@@ -119,7 +134,7 @@ def _rows(cfg: Config) -> list[dict[str, Any]]:
                 rows.append(
                     template
                     | {
-                        "request_key": f"{eng}-{n:04d}-judge",
+                        "request_key": key(f"{eng}-{n:04d}-judge"),
                         "engine": eng,
                         "engine_kind": "reference",
                         "model": eng,
@@ -151,12 +166,20 @@ def _latest(store: Path, rows: list[dict[str, Any]]) -> LatestRows:
     return latest
 
 
+@pytest.mark.parametrize("keys", ["named", "hex"])
 @pytest.mark.parametrize("store", ["dicts", "latest_records"])
-def test_grade_table_is_the_row_by_row_grade(tmp_path: Path, store: str) -> None:
+def test_grade_table_is_the_row_by_row_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, keys: str
+) -> None:
+    """... and the analysis reads the same categories whichever way it finds a graded row's
+    raw row: by the table's own raw positions, by hex keys as bytes (graded rows read back
+    from their file, written a few rows per row group), or through a dict of keys."""
+    monkeypatch.setattr(artifacts, "_HEX_KEYS_MIN", 1)
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 50)
     cfg = _config(tmp_path)
     suite = get_suite("golden", cfg)
     items = suite.generate(GenerateContext(cfg=cfg, seed=7))
-    plain = sorted(_rows(cfg), key=lambda r: (r["engine"], r["request_key"]))
+    plain = sorted(_rows(cfg, keys == "hex"), key=lambda r: (r["engine"], r["request_key"]))
     rows: Any = plain if store == "dicts" else _latest(tmp_path / "store", plain)
     conditions = {r["condition"].split("/", 1)[0] for r in plain}
     assert {"A", "B", "judge", "probe"} <= conditions  # every kind of row is there
@@ -176,7 +199,18 @@ def test_grade_table_is_the_row_by_row_grade(tmp_path: Path, store: str) -> None
         ctx = AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows)
         return dumps(suite.analyze(ctx))
 
-    assert analysis(table) == analysis(rowwise) == analysis(list(map(dict, rowwise)))
+    path = tmp_path / "graded.parquet"
+    artifacts.write_graded(path, table)
+    back = artifacts.read_graded(path)
+    assert back == table and pq.ParquetFile(path).num_row_groups == -(-len(table) // 50)
+    if keys == "hex":  # both sides hold the keys as bytes: no str per key
+        assert isinstance(back.column("request_key"), Coded)
+        assert isinstance(back.column("request_key").values, HexKeys)  # type: ignore[attr-defined]
+        if store == "latest_records":
+            assert isinstance(record_column(rows, "request_key"), HexKeys)
+    expected = analysis(table)
+    assert expected == analysis(rowwise) == analysis(list(map(dict, rowwise)))
+    assert analysis(back) == expected
 
 
 def test_equal_answers_are_graded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ of trials per task, where one ``k`` at a time is quadratic in the trials).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from ._validate import as_count
@@ -118,23 +118,28 @@ def pass_k_curves(n: int, c: int, k_max: int) -> tuple[list[float], list[float]]
         TypeError: An argument is not an integer.
         ValueError: A negative argument, ``c > n``, or ``k_max < 1``.
     """
-    n_, c_, k_max_ = _check(n, c, k_max)
     at: list[float] = []
     hat: list[float] = []
-    miss = hit = 1.0
-    for j in range(min(n_, k_max_)):  # k = j + 1
-        # max(.., 0): past n−c (c) the factor would turn negative and the product −0.0
-        miss *= max(n_ - c_ - j, 0) / (n_ - j)
-        hit *= max(c_ - j, 0) / (n_ - j)
-        at.append(1.0 - miss)
-        hat.append(hit)
-    at += [math.nan] * (k_max_ - len(at))
-    hat += [math.nan] * (k_max_ - len(hat))
+    for a, h in _curve(*_check(n, c, k_max)):
+        at.append(a)
+        hat.append(h)
     return at, hat
 
 
+def _curve(n: int, c: int, k_max: int) -> Iterator[tuple[float, float]]:
+    """``(pass@k, pass^k)`` for ``k = 1..k_max``, one ``k`` at a time (validated counts)."""
+    miss = hit = 1.0
+    for j in range(min(n, k_max)):  # k = j + 1
+        # max(.., 0): past n−c (c) the factor would turn negative and the product −0.0
+        miss *= max(n - c - j, 0) / (n - j)
+        hit *= max(c - j, 0) / (n - j)
+        yield 1.0 - miss, hit
+    for _ in range(k_max - min(n, k_max)):
+        yield math.nan, math.nan
+
+
 def mean_pass_k_curves(
-    results: Mapping[str, Sequence[bool]], k_max: int
+    results: Mapping[str, Sequence[int]], k_max: int
 ) -> tuple[list[float], list[float]]:
     """Benchmark pass@k and pass^k for every ``k = 1..k_max``: one count per task, one
     :func:`pass_k_curves` per task, then the unweighted mean over tasks per ``k``.
@@ -153,24 +158,29 @@ def mean_pass_k_curves(
     k_max_ = as_count(k_max, "k_max")
     if k_max_ < 1:
         raise ValueError(f"k_max must be >= 1, got {k_max_}")
+    # every task's curve advanced one k at a time: the tasks' values of one k are all that is
+    # held (a benchmark repeating rows to ~500,000 trials per task held every task's curves,
+    # ~0.7 GB, ``benchmarks/scale.py --n 10000000``)
     curves = [
-        pass_k_curves(len(trials), _successes(task, trials), k_max_)
+        _curve(*_check(len(trials), _successes(task, trials), k_max_))
         for task, trials in results.items()
     ]
     if not curves:
         return [math.nan] * k_max_, [math.nan] * k_max_
-    return _column_means([at for at, _ in curves]), _column_means([hat for _, hat in curves])
+    at: list[float] = []
+    hat: list[float] = []
+    for column in zip(*curves, strict=True):
+        at.append(_mean([a for a, _ in column]))
+        hat.append(_mean([h for _, h in column]))
+    return at, hat
 
 
-def _column_means(rows: Sequence[Sequence[float]]) -> list[float]:
-    """Per column: the mean over rows (``math.fsum``), nan if any row is nan there."""
-    return [
-        math.nan if any(math.isnan(s) for s in col) else math.fsum(col) / len(col)
-        for col in zip(*rows, strict=True)
-    ]
+def _mean(values: Sequence[float]) -> float:
+    """The mean over tasks (``math.fsum``), nan if any is nan."""
+    return math.nan if any(math.isnan(v) for v in values) else math.fsum(values) / len(values)
 
 
-def _successes(task: str, trials: Sequence[bool]) -> int:
+def _successes(task: str, trials: Sequence[int]) -> int:
     c = 0
     for j, outcome in enumerate(trials):
         if outcome not in (0, 1):  # True == 1, False == 0; rejects NaN, 0.5, None
@@ -180,7 +190,7 @@ def _successes(task: str, trials: Sequence[bool]) -> int:
 
 
 def _mean_over_tasks(
-    results: Mapping[str, Sequence[bool]], k: int, per_task: Callable[[int, int, int], float]
+    results: Mapping[str, Sequence[int]], k: int, per_task: Callable[[int, int, int], float]
 ) -> float:
     k_ = as_count(k, "k")
     if k_ < 1:
@@ -193,7 +203,7 @@ def _mean_over_tasks(
     return math.fsum(scores) / len(scores)
 
 
-def mean_pass_at_k(results: Mapping[str, Sequence[bool]], k: int) -> float:
+def mean_pass_at_k(results: Mapping[str, Sequence[int]], k: int) -> float:
     """Benchmark pass@k: :func:`pass_at_k` per task, then the unweighted mean over tasks.
 
     Each task contributes equally whatever its number of trials (the task, not the trial, is
@@ -217,7 +227,7 @@ def mean_pass_at_k(results: Mapping[str, Sequence[bool]], k: int) -> float:
     return _mean_over_tasks(results, k, pass_at_k)
 
 
-def mean_pass_hat_k(results: Mapping[str, Sequence[bool]], k: int) -> float:
+def mean_pass_hat_k(results: Mapping[str, Sequence[int]], k: int) -> float:
     """Benchmark pass^k: :func:`pass_hat_k` per task, then the unweighted mean over tasks.
 
     Degenerate cases: nan if any task has fewer than ``k`` trials, and for an empty mapping

@@ -18,8 +18,10 @@ discordant tasks) for each, with the mid-p McNemar test beside it (issue #30).
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -136,22 +138,29 @@ def greedy_table(
     }
 
 
+def categories(rows: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's category off its graded rows by request key ("error" where it has none)."""
+    cat_of = {g["request_key"]: g["category"] for g in graded}
+    return [cat_of.get(r["request_key"], "error") for r in rows]
+
+
 def repeats_table(
     rows: Sequence[Mapping[str, Any]],
     graded: Sequence[Mapping[str, Any]],
     n_runs: int,
     *,
-    cat_of: Mapping[str, str] | None = None,
+    cats: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs. The category
-    per request key is read off ``graded``, or given as ``cat_of`` (the analysis has it)."""
-    if cat_of is None:
-        cat_of = {g["request_key"]: g["category"] for g in graded}
+    """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs. Each row's
+    category is read off ``graded``, or given as ``cats`` (row by row: the analysis has
+    them by raw row)."""
+    if cats is None:
+        cats = categories(rows, graded)
     per_run = [0] * n_runs
-    trials: dict[str, list[bool]] = defaultdict(list)
+    # one byte a trial: a benchmark's ten million sample rows were a list slot each
+    trials: dict[str, array[int]] = defaultdict(lambda: array("b"))
     n_error = 0
-    for r in rows:
-        cat = cat_of.get(r["request_key"], "error")
+    for r, cat in zip(rows, cats, strict=True):
         if cat == "error":
             n_error += 1
             continue
@@ -277,21 +286,20 @@ def judge_column(
     return out
 
 
-def agent_table(rows: Sequence[Mapping[str, Any]], cat_of: Mapping[str, str]) -> dict[str, Any]:
+def agent_table(rows: Sequence[Mapping[str, Any]], cats: Sequence[str]) -> dict[str, Any]:
     """How agent runs stopped, how much they looked, and the diagnostic split.
 
     The split compares runs that answered without calling any tool with runs that answered after
     reading something (a successful ``read_file`` or ``grep``); runs that only listed files or
     whose tool calls all failed are the third row. The groups are different tasks, not the same
-    tasks paired, so the split is diagnostic, not causal.
+    tasks paired, so the split is diagnostic, not causal. ``cats``: each row's category.
     """
 
     stops: Counter[str] = Counter()
     groups: dict[str, list[bool]] = {"no_tools": [], "read": [], "tools_no_read": []}
     calls = tools_n = tool_errors = 0
     n = 0
-    for r in rows:
-        cat = cat_of.get(r["request_key"], "error")
+    for r, cat in zip(rows, cats, strict=True):
         if cat == "error":
             continue
         n += 1
@@ -331,29 +339,35 @@ def branch_comparisons(
 def top_transcripts(
     tasks: Mapping[str, Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
-    cat_of: Mapping[str, str],
+    cats: Sequence[str],
     *,
     n_tasks: int = 3,
     per_task: int = 2,
 ) -> list[dict[str, Any]]:
     """The transcripts behind the top-scoring tasks, for a human to read: a pass that never
     answers, or adds a false claim, is a grader artefact no aggregate shows. Tasks ranked by
-    pass rate over every answer row (ties by id); up to ``per_task`` passing rows quoted each."""
+    pass rate over every answer row (ties by id); up to ``per_task`` passing rows quoted each.
+    ``cats``: each row's category.
 
-    by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in rows:
-        if cat_of.get(r["request_key"], "error") != "error":
-            by_task[r["item_id"]].append(r)
-    scored = []
-    for tid, rs in by_task.items():
-        k = sum(1 for r in rs if cat_of[r["request_key"]] == "correct")
-        scored.append((-k / len(rs), tid, k, len(rs)))
+    Rows are held by position (4 bytes) and read again for the few quoted: a row object per
+    answer was ~350 MB at ten million rows (``benchmarks/scale.py``)."""
+
+    by_task: dict[str, array[int]] = defaultdict(lambda: array("I"))
+    correct: Counter[str] = Counter()
+    for j, (r, cat) in enumerate(zip(rows, cats, strict=True)):
+        if cat != "error":
+            tid = r["item_id"]
+            by_task[tid].append(j)
+            correct[tid] += cat == "correct"
+    scored = [(-correct[tid] / len(at), tid, correct[tid], len(at)) for tid, at in by_task.items()]
     out = []
     for _, tid, k, n in sorted(scored)[:n_tasks]:
         if k == 0:
             break
-        passing = sorted(
-            (r for r in by_task[tid] if cat_of[r["request_key"]] == "correct"),
+        # the first ``per_task`` of the sorted passing rows (``nsmallest`` is that, stably)
+        passing = heapq.nsmallest(
+            per_task,
+            (rows[j] for j in by_task[tid] if cats[j] == "correct"),
             key=lambda r: (r["condition"], int(r["repeat"])),
         )
         quotes = []

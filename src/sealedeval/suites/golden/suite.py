@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sealedeval.config import Config
@@ -31,8 +31,10 @@ from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers lo
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
 from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stages.artifacts import GradedRows, graded_column
+from sealedeval.stages.grade import by_raw_row, raw_positions
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
+from sealedeval.store.columns import Coded
 from sealedeval.store.raw import RowsAt, record_column
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
 from sealedeval.suites.golden.items import (
@@ -198,22 +200,14 @@ class GoldenSuite:
         metrics: list[Metric] = []
         correct: dict[str, dict[str, bool]] = defaultdict(dict)
         # Columns first, rows only where a table reads them: at a million answers a pass over
-        # every row per table was most of the analysis (``benchmarks/scale.py``).
-        ecol, ccol, kcol = (record_column(rows, c) for c in ("engine", "condition", "request_key"))
+        # every row per table was most of the analysis (``benchmarks/scale.py``). Categories
+        # by raw row (a byte each), not by request key: a dict of ten million keys was ~1 GB.
+        ecol, ccol = (record_column(rows, c) for c in ("engine", "condition"))
         kind = {c: design.condition_kind(c) for c in set(ccol)}
-        cat_by_engine: dict[str, dict[str, str]] = defaultdict(dict)
-        gkey = graded_column(graded, "request_key")
-        for e, k, c in zip(
-            graded_column(graded, "engine"), gkey, graded_column(graded, "category"), strict=True
-        ):
-            cat_by_engine[e][k] = c
-        main_keys = {
-            kcol[i] for i, c in enumerate(ccol) if kind[c] == "answer" and c.endswith("/main")
-        }
-        main_graded: dict[str, list[int]] = defaultdict(list)  # graded positions, in order
-        for j, k in enumerate(gkey):
-            if k in main_keys:
-                main_graded[graded[j]["engine"]].append(j)
+        at_raw = raw_positions(graded, rows)
+        cats = by_raw_row(graded, rows, "category", "error", positions=at_raw)
+        main_at = [i for i, c in enumerate(ccol) if kind[c] == "answer" and c.endswith("/main")]
+        main_graded = _graded_of(at_raw, main_at, graded_column(graded, "engine"))
         # Views by position, not lists of rows: each row is read when a table reads it (at ten
         # million rows, lists by engine and condition held one row object per slot).
         at_engine: dict[str, RowsAt[Mapping[str, Any]]] = {}
@@ -225,7 +219,6 @@ class GoldenSuite:
         for eng in sorted(at_engine):
             erows = at_engine[eng]
             idx = erows.positions
-            cat_of = cat_by_engine[eng]
             egraded = [graded[j] for j in main_graded[eng]]  # the main answers' graded rows
             counts = status_counts(erows)
             answers = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "answer"))
@@ -255,15 +248,16 @@ class GoldenSuite:
                     "spec": b.describe() if b else {"solver": "unknown"},
                     "main": plan.greedy_table(tasks, main, egraded),
                     "judge": plan.judge_column(main, egraded, labelled),
-                    "repeats": plan.repeats_table(sample, (), n_runs, cat_of=cat_of),
+                    "repeats": plan.repeats_table(sample, (), n_runs, cats=_at(cats, sample)),
                 }
                 if b is not None and b.tools:
-                    entry["agent"] = plan.agent_table(main + sample, cat_of)
+                    both = RowsAt(rows, main.positions + sample.positions)
+                    entry["agent"] = plan.agent_table(both, _at(cats, both))
                 branch_out[bname] = entry
                 branch_correct[bname] = {
-                    r["item_id"]: cat_of[r["request_key"]] == "correct"
-                    for r in main
-                    if cat_of.get(r["request_key"], "error") != "error"
+                    r["item_id"]: cat == "correct"
+                    for r, cat in zip(main, _at(cats, main), strict=True)
+                    if cat != "error"
                 }
             if base in branch_correct:
                 correct[eng] = branch_correct[base]
@@ -280,13 +274,13 @@ class GoldenSuite:
                     "attribute_swap": probing.swap_analysis(cfg.root, prows, files),
                     "contamination": probing.contamination_analysis(cfg.root, prows),
                 },
-                "top_transcripts": plan.top_transcripts(tasks, answers, cat_of),
+                "top_transcripts": plan.top_transcripts(tasks, answers, _at(cats, answers)),
                 "items": {
-                    r["item_id"]: {
-                        "greedy": cat_of.get(r["request_key"], "error"),
-                        "answer": r["output_text"],
-                    }
-                    for r in sorted(base_main, key=lambda r: r["item_id"])
+                    r["item_id"]: {"greedy": cat, "answer": r["output_text"]}
+                    for r, cat in sorted(
+                        zip(base_main, _at(cats, base_main), strict=True),
+                        key=lambda rc: rc[0]["item_id"],
+                    )
                 },
             }
             metrics += plan.engine_metrics(eng, engines[eng], jrows)
@@ -384,6 +378,29 @@ class GoldenSuite:
             "intervals": plan.INTERVALS,
             "providers": load_retention(cfg.root),
         }
+
+
+def _at(by_raw: Sequence[str], view: RowsAt[Mapping[str, Any]]) -> Sequence[str]:
+    """``by_raw`` (a value per raw row) for the rows of ``view``, in its order."""
+    return Coded(view.positions, by_raw)
+
+
+def _graded_of(at_raw: Any, raw: Sequence[int], engines: Sequence[str]) -> dict[str, list[int]]:
+    """The graded rows (positions, in graded order) of the raw rows ``raw``, by engine: a
+    chunk of positions at a time (40 million graded rows at ten million raw rows)."""
+    import numpy as np
+
+    wanted = np.array(sorted(raw), dtype=np.int64)
+    out: dict[str, list[int]] = defaultdict(list)
+    for start in range(0, len(at_raw), _CHUNK):
+        hit = np.isin(np.asarray(at_raw[start : start + _CHUNK], dtype=np.int64), wanted)
+        for j in (np.flatnonzero(hit) + start).tolist():
+            out[engines[j]].append(j)
+    return out
+
+
+_CHUNK = 1 << 20
+"""Graded rows per step of ``_graded_of``."""
 
 
 suite = GoldenSuite()
