@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealedeval import canonical
 from sealedeval.stages import artifacts
+from sealedeval.store.columns import Coded, HexKeys
 
 scalar = st.one_of(
     st.none(),
@@ -134,3 +136,44 @@ def test_a_mixed_column_rounds_floats_as_canonical_json_does(tmp_path: Path) -> 
     assert [r["x"] for r in back] == [False, 1e10]
     artifacts.write_graded(path, rows[1:])
     assert [r["x"] for r in artifacts.read_graded(path)] == [10000000001.0]
+
+
+def test_a_file_of_many_row_groups_reads_back_every_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written and read a few rows per row group: floats come back bit for bit (-0.0, NaN,
+    None beside them), strings with nulls, integers, booleans and JSON; hex request keys are
+    held as bytes until a row group holds other keys, then every key is a string again."""
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 4)
+    monkeypatch.setattr(artifacts, "_HEX_KEYS_MIN", 2)
+    floats = [0.0, -0.0, float("nan"), None, 1.5, 5e-324, 0.1 + 0.2]
+    keys = [f"{i:032x}" for i in range(13)] + ["k-not-hex", "k2"]
+    rows = [
+        {
+            "request_key": k,
+            "score": floats[i % len(floats)],
+            "item": None if i % 5 == 0 else f"item {i % 3}",
+            "n": i % 4,
+            "passed": None if i == 3 else i % 2 == 0,
+            "details": {"i": i % 2},
+        }
+        for i, k in enumerate(keys)
+    ]
+    path = tmp_path / "g.parquet"
+    artifacts.write_graded(path, rows)
+    assert pq.ParquetFile(path).num_row_groups == 4
+    back = artifacts.read_graded(path)
+    assert [r["request_key"] for r in back] == keys
+    got = [r["score"] for r in back]
+    assert [repr(v) for v in got] == [repr(floats[i % len(floats)]) for i in range(len(keys))]
+    for name in ("item", "n", "passed", "details"):
+        assert [r[name] for r in back] == [r[name] for r in rows], name
+    assert isinstance(back.column("request_key"), Coded)
+    assert not isinstance(back.column("request_key").values, HexKeys)  # the last keys: not hex
+
+    hex_only = rows[:12]
+    artifacts.write_graded(path, hex_only)
+    again = artifacts.read_graded(path)
+    assert isinstance(again.column("request_key").values, HexKeys)
+    assert [r["request_key"] for r in again] == keys[:12]
+    assert again != back  # (NaN is not equal to itself: two reads of it are not ==)

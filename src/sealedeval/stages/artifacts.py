@@ -640,41 +640,111 @@ def _arrow_at(values: Sequence[Any], kind: pa.DataType, at: Any) -> pa.Array:
     return pa.array(values, type=kind).take(pa.array(at))
 
 
-def rows_from_table(table: pa.Table) -> GradedRows:
-    md = table.schema.metadata or {}
-    json_cols = set(json.loads(md.get(_JSON_COLUMNS, b"[]")))
-    names = list(table.column_names)
-    cols = []
-    pool: dict[str, str] = {}
-    for name in names:
-        column = table.column(name)
-        kind = column.type
-        codable = pa.types.is_string(kind) or pa.types.is_int64(kind) or pa.types.is_boolean(kind)
-        if name not in json_cols and codable and column.null_count == 0 and len(column):
-            cols.append(_coded(column))  # as ``from_rows`` codes them: no list per column
-            continue
-        values = column.to_pylist()
-        if name in json_cols:
-            values = [None if v is None else json.loads(v) for v in values]
-        elif pa.types.is_string(kind):
-            values = [v if v is None else pool.setdefault(v, v) for v in values]
-        cols.append(values)
-    return GradedRows(names, cols, table.num_rows)
+class _ReadColumn:
+    """One graded column read back a row group at a time, into the form ``from_rows`` and the
+    grade stage hold: codes into the distinct values for strings, integers, booleans and
+    floats (floats told apart by their bits: -0.0 is not 0.0, a NaN is itself), hex request
+    keys as bytes once a row group holds ``_HEX_KEYS_MIN`` distinct ones; JSON columns parsed
+    per row. Reading the whole table first held the Arrow table and a Python object per cell
+    (ten million raw rows are 40 million golden graded rows)."""
 
+    def __init__(self, json_col: bool, kind: pa.DataType) -> None:
+        codable = (
+            pa.types.is_string(kind)
+            or pa.types.is_integer(kind)
+            or pa.types.is_boolean(kind)
+            or pa.types.is_floating(kind)
+        )
+        self.mode = "json" if json_col else "coded" if codable else "list"
+        self.floats = pa.types.is_floating(kind)
+        self.plain: list[Any] = []
+        self.index: dict[Any, int] = {}
+        self.values: list[Any] = []
+        self.codes: list[Any] = []  # per row group: codes (into ``packed`` rows in hex mode)
+        self.packed: list[Any] = []  # hex mode: per row group, its distinct keys as bytes
 
-def _coded(column: pa.ChunkedArray) -> Coded:
-    """A column without nulls as a ``Coded`` one: Arrow's dictionary encoding (first seen
-    first, as ``from_rows``), its indices as the codes, its dictionary as the values."""
-    import numpy as np
+    def add(self, arr: pa.Array) -> None:
+        import numpy as np
 
-    encoded = column.combine_chunks().dictionary_encode()
-    distinct = encoded.dictionary
-    codes = code_array(np.asarray(encoded.indices), len(distinct))
-    if len(distinct) >= _HEX_KEYS_MIN:  # request keys: their bytes, not a str each
-        packed = hex_packed(distinct)
-        if packed is not None:
-            return Coded(codes, HexKeys(packed))
-    return Coded(codes, distinct.to_pylist())
+        if self.mode == "json":
+            self.plain.extend(None if v is None else json.loads(v) for v in arr.to_pylist())
+            return
+        if self.mode == "list":
+            self.plain.extend(arr.to_pylist())
+            return
+        if self.floats:
+            self._add_floats(arr)
+            return
+        enc = arr.dictionary_encode()
+        distinct, local = enc.dictionary, enc.indices
+        if local.null_count:
+            local = local.fill_null(len(distinct))
+        local_np = np.asarray(local, dtype=np.int64)
+        if self.packed or (not self.index and len(distinct) >= _HEX_KEYS_MIN):
+            packed = hex_packed(distinct) if not enc.indices.null_count else None
+            width = self.packed[0].shape[1] if self.packed else None
+            if packed is not None and width in (None, packed.shape[1]):
+                start = sum(len(p) for p in self.packed)
+                self.packed.append(packed)
+                self.codes.append(local_np + start)
+                return
+            self._unpack()
+        names = distinct.to_pylist() + ([None] if enc.indices.null_count else [])
+        self._add_coded(names, names, local_np)
+
+    def _add_coded(self, keys: list[Any], values: list[Any], local: Any) -> None:
+        import numpy as np
+
+        index = self.index
+        mine = np.empty(len(keys), dtype=np.int64)
+        for j, (k, v) in enumerate(zip(keys, values, strict=True)):
+            code = index.get(k)
+            if code is None:
+                code = index[k] = len(self.values)
+                self.values.append(v)
+            mine[j] = code
+        self.codes.append(mine[local])
+
+    def _add_floats(self, arr: pa.Array) -> None:
+        import numpy as np
+
+        bits = np.asarray(arr.fill_null(0.0), dtype=np.float64).view(np.int64)
+        distinct, local = np.unique(bits, return_inverse=True)
+        keys: list[Any] = distinct.tolist()
+        values: list[Any] = distinct.view(np.float64).tolist()
+        local = local.ravel()
+        if arr.null_count:
+            valid = np.asarray(arr.is_valid(), dtype=bool)
+            local = np.where(valid, local, len(keys))
+            keys.append(None)
+            values.append(None)
+        self._add_coded(keys, values, local)
+
+    def _unpack(self) -> None:
+        """Hex mode ends (a row group whose values are not hex keys of the same width): the
+        row groups so far coded by their values."""
+        packed, codes = self.packed, self.codes
+        self.packed, self.codes = [], []
+        start = 0
+        for p, c in zip(packed, codes, strict=True):
+            names = list(HexKeys(p))
+            self._add_coded(names, names, c - start)
+            start += len(p)
+
+    def done(self) -> Sequence[Any]:
+        import numpy as np
+
+        if self.mode != "coded":
+            return self.plain
+        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
+        if not self.packed:
+            return Coded(code_array(codes, len(self.values)), self.values)
+        # the row groups' distinct keys made distinct over the whole file
+        every = np.concatenate(self.packed)
+        void = np.dtype((np.void, every.shape[1]))
+        uniq, inverse = np.unique(every.view(void).ravel(), return_inverse=True)
+        keys = uniq.view(np.uint8).reshape(len(uniq), every.shape[1])
+        return Coded(code_array(inverse.ravel()[codes], len(uniq)), HexKeys(keys))
 
 
 _HEX_KEYS_MIN = 65_536
@@ -764,11 +834,21 @@ def read_graded_meta(path: Path) -> dict[str, str]:
 
 
 def read_graded(path: Path) -> GradedRows:
+    """The graded rows a file holds, a row group at a time (``_ReadColumn``)."""
     try:
-        table = pq.ParquetFile(path).read()
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+        json_cols = set(json.loads((schema.metadata or {}).get(_JSON_COLUMNS, b"[]")))
+        names = list(schema.names)
+        readers = [_ReadColumn(n in json_cols, schema.field(n).type) for n in names]
+        n = 0
+        for batch in pf.iter_batches(batch_size=_WRITE_ROWS) if names else ():
+            for reader, column in zip(readers, batch.columns, strict=True):
+                reader.add(column)
+            n += batch.num_rows
     except (OSError, pa.ArrowInvalid) as e:
         raise UserError(f"{path}: not a readable graded file ({e})") from None
-    return rows_from_table(table)
+    return GradedRows(names, [r.done() for r in readers], n)
 
 
 # -- analysis ---------------------------------------------------------------------------------
