@@ -177,3 +177,32 @@ def test_a_file_of_many_row_groups_reads_back_every_value(
     assert isinstance(again.column("request_key").values, HexKeys)
     assert [r["request_key"] for r in again] == keys[:12]
     assert again != back  # (NaN is not equal to itself: two reads of it are not ==)
+
+
+def test_a_graded_file_is_read_a_column_when_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the columns asked for are read; all of them when every column is; and from the
+    file as it was opened, when it is written over in between (as an atomic write does)."""
+    rows = [{"request_key": f"k{i}", "category": "correct", "score": i / 2} for i in range(9)]
+    path = tmp_path / "g.parquet"
+    artifacts.write_graded(path, rows)
+    read: list[str] = []
+    real = artifacts._ReadColumn.done
+
+    def counted(self: artifacts._ReadColumn) -> object:
+        out = real(self)
+        read.append(str(len(out)))
+        return out
+
+    monkeypatch.setattr(artifacts._ReadColumn, "done", counted)
+    back = artifacts.read_graded(path)
+    assert read == [] and len(back) == 9
+    artifacts.write_graded(path, [{"request_key": "other", "category": "x", "score": 0.0}])
+    assert back[3]["score"] == 1.5 and back.column("score")[8] == 4.0
+    assert len(read) == 1
+    assert back[0].get("category") == "correct" and back[0].get("nope", 7) == 7
+    assert len(read) == 2
+    assert [r["request_key"] for r in back] == [f"k{i}" for i in range(9)]
+    assert len(read) == 3 and len(back.columns) == 3 and len(read) == 3
+    assert back == rows

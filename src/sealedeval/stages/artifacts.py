@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import Any, overload
@@ -237,8 +237,9 @@ class GradedRow(Mapping[str, Any]):
         return self._t.bycol[key][self._i]  # the analysis's inner loop: one lookup, one index
 
     def get(self, key: str, default: Any = None) -> Any:
-        col = self._t.bycol.get(key)
-        return default if col is None else col[self._i]
+        if key not in self._t.colpos:
+            return default
+        return self._t.bycol[key][self._i]
 
     def __contains__(self, key: object) -> bool:
         return key in self._t.colpos
@@ -253,6 +254,21 @@ class GradedRow(Mapping[str, Any]):
         return f"GradedRow({dict(self)!r})"
 
 
+class _Loaded(dict[str, Sequence[Any]]):
+    """A lazily read table's columns by name: a column not read yet is read when asked for."""
+
+    def __init__(self, table: GradedRows) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, name: str) -> Sequence[Any]:
+        load = self.table._load
+        if load is None or name not in self.table.colpos:
+            raise KeyError(name)
+        col = self[name] = load(name)
+        return col
+
+
 class GradedRows(Sequence[Mapping[str, Any]]):
     """Graded rows column by column: every row has every column (None where a suite's row
     lacks it, as the file gives it back). Rows are ``GradedRow`` views made on access.
@@ -264,7 +280,7 @@ class GradedRows(Sequence[Mapping[str, Any]]):
     Equal to any sequence of mappings with the same rows (a list of dicts included).
     """
 
-    __slots__ = ("_n", "_own", "_sig_keys", "_sigs", "bycol", "colpos", "columns", "names")
+    __slots__ = ("_cols", "_load", "_n", "_own", "_sig_keys", "_sigs", "bycol", "colpos", "names")
 
     def __init__(
         self,
@@ -272,11 +288,18 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         columns: Sequence[Sequence[Any]],
         n: int,
         sigs: tuple[list[int], list[tuple[str, ...]]] | None = None,
+        load: Callable[[str], Sequence[Any]] | None = None,
     ) -> None:
+        """``load``: columns are read when first asked for (``load(name)``, then kept), and
+        ``columns`` is ignored: a graded file's rows (``read_graded``) hold only the columns
+        an analysis reads."""
         self.names = list(names)
-        self.columns = list(columns)
+        self._load = load
+        self._cols: list[Sequence[Any]] = list(columns) if load is None else []
         self.colpos = {c: j for j, c in enumerate(self.names)}
-        self.bycol = dict(zip(self.names, self.columns, strict=True))
+        self.bycol: dict[str, Sequence[Any]] = (
+            dict(zip(self.names, self._cols, strict=True)) if load is None else _Loaded(self)
+        )
         self._n = n
         self._own = False  # True when no one else holds these column lists (``from_rows``)
         # which keys each row had (an id per row into the distinct key tuples): the column
@@ -428,8 +451,21 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             self._reorder(range(self._n))
         return self
 
+    @property
+    def columns(self) -> list[Sequence[Any]]:
+        """Every column, in ``names`` order (each one not read yet is read now)."""
+        if self._load is not None:
+            self._cols = [self.bycol[n] for n in self.names]
+            self._load = None
+            self.bycol = dict(zip(self.names, self._cols, strict=True))
+        return self._cols
+
+    @columns.setter
+    def columns(self, value: list[Sequence[Any]]) -> None:
+        self._cols = value
+
     def column(self, name: str) -> Sequence[Any]:
-        return self.columns[self.colpos[name]]
+        return self.bycol[name]
 
     def with_constants(self, values: Mapping[str, Any]) -> GradedRows:
         """These rows with each of ``values`` as a column holding that value on every row
@@ -646,9 +682,15 @@ class _ReadColumn:
     floats (floats told apart by their bits: -0.0 is not 0.0, a NaN is itself), hex request
     keys as bytes once a row group holds ``_HEX_KEYS_MIN`` distinct ones; JSON columns parsed
     per row. Reading the whole table first held the Arrow table and a Python object per cell
-    (ten million raw rows are 40 million golden graded rows)."""
+    (ten million raw rows are 40 million golden graded rows).
 
-    def __init__(self, json_col: bool, kind: pa.DataType) -> None:
+    The codes go into one array of all ``n`` rows, one byte a row until more distinct values
+    need it wider (row groups' code arrays kept apart, then joined, grew the heap by their
+    sum and left it fragmented: +1 GB over a 40-million-row file)."""
+
+    def __init__(self, json_col: bool, kind: pa.DataType, n: int) -> None:
+        import numpy as np
+
         codable = (
             pa.types.is_string(kind)
             or pa.types.is_integer(kind)
@@ -660,8 +702,20 @@ class _ReadColumn:
         self.plain: list[Any] = []
         self.index: dict[Any, int] = {}
         self.values: list[Any] = []
-        self.codes: list[Any] = []  # per row group: codes (into ``packed`` rows in hex mode)
-        self.packed: list[Any] = []  # hex mode: per row group, its distinct keys as bytes
+        self.codes: Any = np.zeros(n if self.mode == "coded" else 0, dtype=np.uint8)
+        self.filled = 0
+        self.keys: Any = None  # hex mode: the distinct keys of each row group, as bytes
+        self.n_keys = 0
+
+    def _store(self, codes: Any, n_values: int) -> None:
+        import numpy as np
+
+        wide = 1 if n_values <= 1 << 8 else 2 if n_values <= 1 << 16 else 4
+        need = np.dtype(f"u{wide}")
+        if need.itemsize > self.codes.dtype.itemsize:
+            self.codes = self.codes.astype(need)
+        self.codes[self.filled : self.filled + len(codes)] = codes
+        self.filled += len(codes)
 
     def add(self, arr: pa.Array) -> None:
         import numpy as np
@@ -680,15 +734,19 @@ class _ReadColumn:
         if local.null_count:
             local = local.fill_null(len(distinct))
         local_np = np.asarray(local, dtype=np.int64)
-        if self.packed or (not self.index and len(distinct) >= _HEX_KEYS_MIN):
+        hexed = self.keys is not None
+        if hexed or (not self.index and len(distinct) >= _HEX_KEYS_MIN):
             packed = hex_packed(distinct) if not enc.indices.null_count else None
-            width = self.packed[0].shape[1] if self.packed else None
-            if packed is not None and width in (None, packed.shape[1]):
-                start = sum(len(p) for p in self.packed)
-                self.packed.append(packed)
-                self.codes.append(local_np + start)
+            if packed is not None and (not hexed or packed.shape[1] == self.keys.shape[1]):
+                if self.keys is None:  # room for a key a row, touched only where written
+                    self.keys = np.zeros((len(self.codes), packed.shape[1]), dtype=np.uint8)
+                start = self.n_keys
+                self.keys[start : start + len(packed)] = packed
+                self.n_keys += len(packed)
+                self._store(local_np + start, self.n_keys)
                 return
-            self._unpack()
+            if hexed:
+                self._unpack()
         names = distinct.to_pylist() + ([None] if enc.indices.null_count else [])
         self._add_coded(names, names, local_np)
 
@@ -703,7 +761,7 @@ class _ReadColumn:
                 code = index[k] = len(self.values)
                 self.values.append(v)
             mine[j] = code
-        self.codes.append(mine[local])
+        self._store(mine[local], len(self.values))
 
     def _add_floats(self, arr: pa.Array) -> None:
         import numpy as np
@@ -722,29 +780,27 @@ class _ReadColumn:
 
     def _unpack(self) -> None:
         """Hex mode ends (a row group whose values are not hex keys of the same width): the
-        row groups so far coded by their values."""
-        packed, codes = self.packed, self.codes
-        self.packed, self.codes = [], []
-        start = 0
-        for p, c in zip(packed, codes, strict=True):
-            names = list(HexKeys(p))
-            self._add_coded(names, names, c - start)
-            start += len(p)
+        rows so far coded by their keys' strings."""
+        import numpy as np
+
+        names = list(HexKeys(self.keys[: self.n_keys]))
+        done = self.codes[: self.filled].astype(np.int64)
+        self.keys, self.n_keys, self.filled = None, 0, 0
+        self._add_coded(names, names, done)
 
     def done(self) -> Sequence[Any]:
-        import numpy as np
 
         if self.mode != "coded":
             return self.plain
-        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
-        if not self.packed:
+        codes = self.codes[: self.filled]
+        if self.keys is None:
             return Coded(code_array(codes, len(self.values)), self.values)
-        # the row groups' distinct keys made distinct over the whole file
-        every = np.concatenate(self.packed)
-        void = np.dtype((np.void, every.shape[1]))
-        uniq, inverse = np.unique(every.view(void).ravel(), return_inverse=True)
-        keys = uniq.view(np.uint8).reshape(len(uniq), every.shape[1])
-        return Coded(code_array(inverse.ravel()[codes], len(uniq)), HexKeys(keys))
+        # each row group's distinct keys, in file order: a key whose graded rows straddle two
+        # row groups is there twice (coded values need not be distinct; making them so took
+        # a sort of ten million keys, ~0.6 GB)
+        keys = HexKeys(self.keys[: self.n_keys])
+        self.keys = None
+        return Coded(code_array(codes, len(keys)), keys)
 
 
 _HEX_KEYS_MIN = 65_536
@@ -834,21 +890,45 @@ def read_graded_meta(path: Path) -> dict[str, str]:
 
 
 def read_graded(path: Path) -> GradedRows:
-    """The graded rows a file holds, a row group at a time (``_ReadColumn``)."""
+    """The graded rows a file holds; each column read when first asked for (a row group at a
+    time, ``_ReadColumn``) from the file as it was opened here (the open file is kept: a file
+    written over meanwhile is a new file, this one is still read)."""
     try:
         pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
         json_cols = set(json.loads((schema.metadata or {}).get(_JSON_COLUMNS, b"[]")))
         names = list(schema.names)
-        readers = [_ReadColumn(n in json_cols, schema.field(n).type) for n in names]
-        n = 0
-        for batch in pf.iter_batches(batch_size=_WRITE_ROWS) if names else ():
-            for reader, column in zip(readers, batch.columns, strict=True):
-                reader.add(column)
-            n += batch.num_rows
+        rows = pf.metadata.num_rows
     except (OSError, pa.ArrowInvalid) as e:
         raise UserError(f"{path}: not a readable graded file ({e})") from None
-    return GradedRows(names, [r.done() for r in readers], n)
+    loaded: list[Sequence[Any]] = []
+
+    def load(name: str) -> Sequence[Any]:
+        reader = _ReadColumn(name in json_cols, schema.field(name).type, rows)
+        try:
+            # a column of a row group per read: ``iter_batches`` kept ~6 MB of Arrow buffers
+            # per row group read (+0.3 GB over a 40-million-row file)
+            for i in range(pf.num_row_groups):
+                reader.add(pf.read_row_group(i, columns=[name]).column(0).combine_chunks())
+        except (OSError, pa.ArrowInvalid) as e:
+            raise UserError(f"{path}: not a readable graded file ({e})") from None
+        col = _shared_zeros(reader.done(), loaded)
+        loaded.append(col)
+        pa.default_memory_pool().release_unused()  # the row groups' Arrow buffers
+        return col
+
+    return GradedRows(names, [], rows, load=load)
+
+
+def _shared_zeros(column: Sequence[Any], before: Sequence[Sequence[Any]]) -> Sequence[Any]:
+    """A column of one value (engine, status, suite...) coded with the codes of an earlier
+    such column: all zeros, held once (a byte a row per column at 40 million rows)."""
+    if not isinstance(column, Coded) or len(column.values) != 1:
+        return column
+    for other in before:
+        if isinstance(other, Coded) and len(other.values) == 1 and len(other) == len(column):
+            return Coded(other.codes, column.values)
+    return column
 
 
 # -- analysis ---------------------------------------------------------------------------------

@@ -27,9 +27,18 @@ def code_array(codes: Any, n_values: int) -> array[int]:
     for typecode, limit in _NARROW:
         if n_values <= limit:
             out: array[int] = array(typecode)
-            out.frombytes(np.ascontiguousarray(codes, dtype=_DT[typecode]).tobytes())
+            out.frombytes(as_bytes(np.ascontiguousarray(codes, dtype=_DT[typecode])))
             return out
     raise ValueError(f"{n_values} distinct values: too many to code")
+
+
+def as_bytes(values: Any) -> memoryview:
+    """A contiguous numpy array's bytes, no copy: what ``array.frombytes`` takes (``tobytes``
+    made a second copy of columns of tens of millions of rows)."""
+    import numpy as np
+
+    flat: memoryview = np.ascontiguousarray(values).reshape(-1).view(np.uint8).data
+    return flat
 
 
 _DT = {"B": "u1", "H": "u2", "I": "u4", "L": "u8", "Q": "u8"}
@@ -98,7 +107,7 @@ class Coded(Sequence[Any]):
     def taken(self, order: Any) -> Coded:
         """The column in ``order`` (numpy integer positions)."""
         out: array[int] = array(self.codes.typecode)
-        out.frombytes(self.code_view()[order].tobytes())
+        out.frombytes(as_bytes(self.code_view()[order]))
         return Coded(out, self.values)
 
 
@@ -157,17 +166,18 @@ class HexKeys(Sequence[str]):
     ``packed`` is a 2-d numpy ``uint8`` array, a row per key. Byte order is digit order, so
     comparing rows as bytes orders them as their strings (``ranks``)."""
 
-    __slots__ = ("_b", "_w", "packed")
+    __slots__ = ("_b", "_n", "_w", "packed")
 
     def __init__(self, packed: Any) -> None:
         import numpy as np
 
-        self.packed = np.ascontiguousarray(packed, dtype=np.uint8)
-        self._w = int(self.packed.shape[1])
-        self._b = self.packed.tobytes() if self._w else b""
+        self.packed = np.ascontiguousarray(packed, dtype=np.uint8)  # no copy when it is
+        self._n, self._w = int(self.packed.shape[0]), int(self.packed.shape[1])
+        flat: memoryview = self.packed.reshape(-1).data
+        self._b = flat  # a slice of it spells a key (``hex()``)
 
     def __len__(self) -> int:
-        return int(self.packed.shape[0])
+        return self._n
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
@@ -186,7 +196,7 @@ class HexKeys(Sequence[str]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, HexKeys):
-            return self._b == other._b and self.packed.shape == other.packed.shape
+            return self._n == other._n and self._w == other._w and self._b == other._b
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
             return NotImplemented
         return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))

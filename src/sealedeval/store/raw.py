@@ -473,7 +473,13 @@ class _Gather:
             else "list"
         )
         self.packed: Any = None
-        self.numbers: Any = np.zeros(n, dtype=np.float64 if self.kind == "float" else np.int64)
+        # numbers are written into the array the column will be (no copy at the end)
+        self.store: array[Any] = array("d" if self.kind == "float" else "q", [0]) * (
+            n if self.kind in ("float", "int") else 0
+        )
+        self.numbers: Any = np.frombuffer(
+            self.store, dtype=np.float64 if self.kind == "float" else np.int64
+        )
         self.codes: Any = np.zeros(n, dtype=np.uint32) if self.kind == "coded" else None
         self.index: dict[Any, int] = {}
         self.plain: list[Any] | None = [None] * n if self.kind == "list" else None
@@ -528,18 +534,21 @@ class _Gather:
 
     def _compact(self) -> Sequence[Any] | None:
         """The column as gathered so far in its compact form (None: nothing gathered)."""
-        import numpy as np
 
         if self.kind == "key":
             return None if self.packed is None else HexKeys(self.packed)
         if self.kind == "coded":
             return Coded(code_array(self.codes, len(self.index)), list(self.index))
-        if self.kind == "float":
-            return array("d", self.numbers.tobytes())
-        values, inverse = np.unique(self.numbers, return_inverse=True)
-        if len(values) <= _CODED_INTS:  # repeat numbers, token counts, attempts
-            return Coded(code_array(inverse.ravel(), len(values)), values.tolist())
-        return array("q", self.numbers.tobytes())
+        if self.kind == "float" or not self.n:
+            return self.store
+        # integers within a span of _CODED_INTS (repeat numbers, token counts, attempts) as
+        # their offsets from the least: codes into the span's values, no sort of the rows
+        low, high = int(self.numbers.min()), int(self.numbers.max())
+        if high - low < _CODED_INTS:
+            span = high - low + 1
+            codes = code_array(self.numbers - low, span)
+            return Coded(codes, list(range(low, high + 1)))
+        return self.store
 
     def done(self) -> Sequence[Any]:
         if self.plain is not None:
