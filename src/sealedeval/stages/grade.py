@@ -165,9 +165,23 @@ _CHUNK_ROWS = 1 << 20
 """Graded rows per step of ``by_raw_row`` (bounds its per-row numpy arrays)."""
 
 
+class _Mapped:
+    """``found[codes]``, sliced on demand: each graded row's raw row through its key's code
+    (40 million graded rows: the product held whole was 320 MB)."""
+
+    def __init__(self, codes: Any, found: Any) -> None:
+        self.codes, self.found = codes, found
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, at: slice) -> Any:
+        return self.found[self.codes[at]]
+
+
 def raw_positions(graded: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Each graded row's raw row: its position among ``rows`` by request key (a numpy integer
-    array; -1 where no raw row has the key).
+    """Each graded row's raw row: its position among ``rows`` by request key (numpy integers,
+    read a slice at a time: ``positions[a:b]``; -1 where no raw row has the key).
 
     A ``GradedTable`` over these rows already holds them (its identity columns code into the
     raw columns): no key is read. Graded rows read back from their file are matched by key,
@@ -189,7 +203,7 @@ def raw_positions(graded: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[st
             at = np.minimum(np.searchsorted(ordered, wanted), max(len(ordered) - 1, 0))
             hit = ordered[at] == wanted if len(ordered) else np.zeros(len(wanted), dtype=bool)
             found = np.where(hit, order[at] if len(order) else -1, -1)
-            return found[gk.code_view()]
+            return _Mapped(gk.code_view(), found.astype(np.int64))
     index = {k: i for i, k in enumerate(rk)}
     return np.fromiter((index.get(k, -1) for k in gk), dtype=np.int64, count=len(gk))
 
