@@ -206,3 +206,15 @@ def test_a_graded_file_is_read_a_column_when_asked_for(
     assert [r["request_key"] for r in back] == [f"k{i}" for i in range(9)]
     assert len(read) == 3 and len(back.columns) == 3 and len(read) == 3
     assert back == rows
+
+
+def test_comparing_a_graded_file_keeps_none_of_its_columns(tmp_path: Path) -> None:
+    """The audit compares a graded file with its re-derivation: each column of the file is
+    read for the comparison and let go (held, they were every column of every row)."""
+    rows = [{"request_key": f"k{i}", "category": "correct", "score": i / 2} for i in range(9)]
+    path = tmp_path / "g.parquet"
+    artifacts.write_graded(path, rows)
+    back = artifacts.read_graded(path)
+    assert back == artifacts.normalize_graded(rows) and not back.bycol
+    assert back != artifacts.normalize_graded([*rows[:8], rows[8] | {"score": 9.0}])
+    assert not back.bycol and back[8]["score"] == 4.0 and list(back.bycol) == ["score"]
