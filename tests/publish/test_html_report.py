@@ -380,3 +380,35 @@ def test_view_without_a_report_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (
         f"sealedeval: error: {tmp_path / 'report.html'}: missing; run `sealedeval publish` first"
     )
+
+
+@pytest.mark.slow
+def test_a_suite_over_the_cap_shows_evenly_spaced_samples_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``SAMPLES_MAX`` requests a suite's samples are that many, evenly spaced in the
+    latest rows' order, each with every graded row it has (as without the cap); the page says
+    how many of how many it shows."""
+    from sealedeval.store.raw import latest_records, raw_files
+
+    root = tiny_report()
+    result = json.loads((root / "results/result.json").read_text())
+    every = {(s["suite"], s["key"]): s for s in rh.read_samples(root, result)}
+    cap = 7
+    monkeypatch.setattr(rh, "SAMPLES_MAX", cap)
+    capped = rh.read_samples(root, result)
+    for suite in result["suites"]:
+        keys = [r["request_key"] for r in latest_records(raw_files(root, suite))]
+        assert len(keys) > cap
+        want = {keys[i * len(keys) // cap] for i in range(cap)}
+        mine = [s for s in capped if s["suite"] == suite]
+        assert {s["key"] for s in mine} == want and all(s["raw"] for s in mine)
+        for s in mine:
+            assert s == every[(suite, s["key"])]
+    total = sum(
+        c["requests"] for s in result["suites"].values() for c in s["seal"]["counts"].values()
+    )
+    text = "".join(p for p in rh.page_parts(result, capped, []) if isinstance(p, str))
+    assert f"{len(capped):,} of the {total:,} requests" in text
+    full = "".join(p for p in rh.page_parts(result, list(every.values()), []) if isinstance(p, str))
+    assert "Every request of every suite: filter" in full and "evenly spaced" not in full

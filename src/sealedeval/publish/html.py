@@ -5,7 +5,8 @@ and audit status, completeness, pre-registered comparisons), then each suite's r
 (the same Markdown report.md gets from the suite's ``report_sections`` hook, converted here by a
 small deterministic Markdown subset) with its figures inlined as SVG, then a sample browser over
 every request: prompt, response, each grader's verdict and details, trajectory, error, latency
-and cost, with filters, free-text search and a ``#sample=<key>`` link per sample.
+and cost, with filters, free-text search and a ``#sample=<key>`` link per sample (a suite of
+more than ``SAMPLES_MAX`` requests shows that many, evenly spaced, and the page says so).
 
 Why one file with everything inline: it must open from a deposit or an e-mail attachment with no
 server and no network (a Content-Security-Policy of ``default-src 'none'`` makes the browser
@@ -43,7 +44,7 @@ from sealedeval.publish.first_page import FOREST
 from sealedeval.render.md import price_text
 from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 from sealedeval.stages import artifacts
-from sealedeval.stages.grade import BASE_COLUMNS
+from sealedeval.stages.grade import BASE_COLUMNS, raw_positions
 from sealedeval.stages.pipeline import load_items, rows_rubric
 from sealedeval.store.raw import latest_records, raw_files
 
@@ -524,8 +525,12 @@ def read_samples(
 
     out: list[dict[str, Any]] = []
     for name, section in result.get("suites", {}).items():
-        graded = artifacts.read_graded(artifacts.graded_path(root, name))
-        raw = list(latest_records(raw_files(root, name)))
+        graded: Sequence[Mapping[str, Any]] = artifacts.read_graded(
+            artifacts.graded_path(root, name)
+        )
+        raw: Sequence[Mapping[str, Any]] = latest_records(raw_files(root, name))
+        if len(raw) > SAMPLES_MAX:
+            raw, graded = _spread(raw, graded, SAMPLES_MAX)
         path = artifacts.items_path(root, name)
         items: list[dict[str, Any]] = []
         if path.exists():
@@ -539,6 +544,38 @@ def read_samples(
             s["engine"] = engine_label(s["engine"], s["engine"] in added)
         out += samples
     return out
+
+
+SAMPLES_MAX = 100_000
+"""Requests of one suite the page holds at most: ``benchmarks/html.py`` measures the page at
+100k samples (hundreds of MB of text before compression); ten million were ~100 GB of sample
+dicts before a byte was written. Beyond it, an evenly spaced selection (``_spread``)."""
+
+
+def _spread(
+    raw: Sequence[Mapping[str, Any]], graded: Sequence[Mapping[str, Any]], n: int
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """``n`` of the latest rows evenly spaced in their canonical order (engine, request key:
+    every engine in proportion, keys in hash order within one), with their graded rows, and
+    every graded row that has no raw row (those are always shown: nothing silently dropped).
+    Deterministic: the same rows give the same selection."""
+    import numpy as np
+
+    total = len(raw)
+    at = [i * total // n for i in range(n)]
+    chosen = np.zeros(total, dtype=bool)
+    chosen[at] = True
+    positions = raw_positions(graded, raw)
+    keep: list[int] = []
+    for start in range(0, len(graded), _SPREAD_STEP):
+        p = np.asarray(positions[start : start + _SPREAD_STEP], dtype=np.int64)
+        hit = (p < 0) | chosen[np.maximum(p, 0)]
+        keep += (np.flatnonzero(hit) + start).tolist()
+    return [raw[i] for i in at], [graded[j] for j in keep]
+
+
+_SPREAD_STEP = 1 << 20
+"""Graded rows per step of ``_spread``."""
 
 
 def verdict_tokens(grades: Sequence[Mapping[str, Any]], verdict: str | None = None) -> list[str]:
@@ -829,10 +866,24 @@ def _engines_html(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _browser_html() -> str:
-    return """<section id="samples"><h2>Samples</h2>
-<p class="hint">Every request of every suite: filter, search the prompts and answers, open a sample
-(its link is <code>#sample=&lt;request key&gt;</code>).</p>
+def _browser_html(shown: int, total: int) -> str:
+    which = "Every request of every suite"
+    if shown < total:
+        which = (
+            f"{shown:,} of the {total:,} requests (a suite of more than {SAMPLES_MAX:,} shows "
+            f"{SAMPLES_MAX:,}, evenly spaced in its order by engine and request key; every "
+            "request is in <code>results/raw</code>, and the numbers above count them all)"
+        )
+    return (
+        '<section id="samples"><h2>Samples</h2>\n<p class="hint">'
+        + which
+        + ": filter, search the prompts and answers, open a sample\n"
+        + "(its link is <code>#sample=&lt;request key&gt;</code>).</p>"
+        + _BROWSER
+    )
+
+
+_BROWSER = """
 <div class="filters">
 <label>suite <select id="f-suite"></select></label>
 <label>engine <select id="f-engine"></select></label>
@@ -868,6 +919,15 @@ def figure_slots(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     is drawn)."""
 
     return [(s, figures.stem(s, spec), spec.caption) for s, spec in figures.specs(result)]
+
+
+def _requests(result: Mapping[str, Any]) -> int:
+    """Every published suite's latest raw rows, as the seal summary counts them."""
+    return sum(
+        int(c.get("requests", 0))
+        for sec in (result.get("suites") or {}).values()
+        for c in ((sec.get("seal") or {}).get("counts") or {}).values()
+    )
 
 
 def page_parts(
@@ -910,7 +970,7 @@ def page_parts(
             number += 1
             out.append(FigureSlot(stem, number, inline_md(caption)))
         out.append("</section>")
-    out.append(_browser_html())
+    out.append(_browser_html(sum(1 for s in samples if s.get("raw")), _requests(result)))
     out += _engines_html(result)
     out.append("</main>")
     index = sample_index(samples, generic.unpriced_engines(result.get("engines")))
