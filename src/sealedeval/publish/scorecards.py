@@ -8,11 +8,11 @@ builds are removed, so the directory is exactly what this build produced.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sealedeval.fsutil import write_text_atomic
+from sealedeval.fsutil import atomic_path
 from sealedeval.plugins import ScorecardContext, presentation_hook
 from sealedeval.publish import generic
 from sealedeval.stages import artifacts
@@ -20,15 +20,17 @@ from sealedeval.stages import artifacts
 SCORECARD_DIR = Path("results/scorecards")
 
 
-def build_scorecards(root: Path, result: Mapping[str, Any]) -> dict[str, str]:
-    out: dict[str, str] = {}
+def build_scorecards(root: Path, result: Mapping[str, Any]) -> dict[str, str | Iterable[str]]:
+    """Each scorecard file's text: a suite's hook gives strings; the generic scorecard is its
+    text a few thousand rows at a time, made while it is written (``write_scorecards``)."""
+    out: dict[str, str | Iterable[str]] = {}
     for name, section in result.get("suites", {}).items():
         graded = artifacts.read_graded(artifacts.graded_path(root, name))
         fn = presentation_hook(name, "scorecards")
-        files = (
+        files: Mapping[str, str | Iterable[str]] = (
             fn(ScorecardContext(graded=graded, section=section))
             if fn is not None
-            else generic.scorecards(name, graded)
+            else {f"{name}.csv": generic.scorecard_text(graded)}
         )
         for fname, text in files.items():
             if fname in out or "/" in fname:
@@ -46,6 +48,7 @@ def write_scorecards(root: Path, result: Mapping[str, Any]) -> list[Path]:
             old.unlink()
     paths = []
     for fname, text in sorted(files.items()):
-        write_text_atomic(out_dir / fname, text)
+        with atomic_path(out_dir / fname) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines([text] if isinstance(text, str) else text)
         paths.append(SCORECARD_DIR / fname)
     return paths

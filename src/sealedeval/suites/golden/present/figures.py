@@ -102,6 +102,29 @@ def _branches(a: Mapping[str, Any], lab: Label) -> Figure:
     return fig
 
 
+PASSK_TICKS = 64
+"""Up to this many runs every k is drawn, marked and ticked (every profile we ship); beyond
+it the curves are drawn through ``PASSK_POINTS`` k's and the axis ticks itself: a benchmark
+with ~500,000 runs per task made a tick and a marker per k (a figure worker past 5 GB)."""
+
+PASSK_POINTS = 400
+"""k's a long pass@k curve is drawn through: 1..64, then evenly spaced, and the last."""
+
+
+def _passk_ks(n: int) -> list[int]:
+    """The k's drawn: all of 1..n up to ``PASSK_TICKS`` runs, else ``PASSK_POINTS`` of them."""
+    if n <= PASSK_TICKS:
+        return list(range(1, n + 1))
+    rest = PASSK_POINTS - PASSK_TICKS
+    spaced = {PASSK_TICKS + (n - PASSK_TICKS) * i // rest for i in range(1, rest + 1)}
+    return sorted(set(range(1, PASSK_TICKS + 1)) | spaced | {n})
+
+
+RUNS_SHOWN = 1_000
+"""Runs of one engine drawn as points at most (evenly spaced in run order beyond it; the mean
+and sd are over all of them, and the title says how many are drawn)."""
+
+
 def _passk(a: Mapping[str, Any], lab: Label) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
@@ -110,13 +133,20 @@ def _passk(a: Mapping[str, Any], lab: Label) -> Figure:
         r = _base(a["engines"][eng])["repeats"]
         if not r["n_runs"]:
             continue
-        ks = list(range(1, r["n_runs"] + 1))
+        ks = _passk_ks(r["n_runs"])
+        few = len(ks) == r["n_runs"] <= PASSK_TICKS
         for key, style, name in (("pass_at_k", "-o", "pass@k"), ("pass_hat_k", "--s", "pass^k")):
             ys = [r[key].get(str(k)) for k in ks]
             ys_f = [float("nan") if y is None else float(y) for y in ys]
-            ax.plot(ks, ys_f, style, label=f"{lab(eng)} {name}")
+            ax.plot(
+                ks,
+                ys_f,
+                style if few else style.replace("o", "").replace("s", ""),
+                label=f"{lab(eng)} {name}",
+            )
             any_line = True
-        ax.set_xticks(ks)
+        if few:
+            ax.set_xticks(ks)
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("k (sampled answers)")
     ax.set_ylabel("probability")
@@ -130,11 +160,15 @@ def _passk(a: Mapping[str, Any], lab: Label) -> Figure:
 
 def _runs(a: Mapping[str, Any], lab: Label) -> Figure:
     engines = list(a["engines"])
+    thinned = False
     fig = new_figure()
     ax = fig.add_subplot()
     for i, eng in enumerate(engines):
         r = _base(a["engines"][eng])["repeats"]
         runs = r["per_run_correct"]
+        if len(runs) > RUNS_SHOWN:
+            thinned = True
+            runs = [runs[j * len(runs) // RUNS_SHOWN] for j in range(RUNS_SHOWN)]
         if runs:
             ax.scatter([i] * len(runs), runs, color="#4477aa", zorder=3)
             ax.errorbar(
@@ -151,7 +185,8 @@ def _runs(a: Mapping[str, Any], lab: Label) -> Figure:
     ax.set_xlim(-0.5, len(engines) - 0.5)
     ax.set_ylim(0, max(1, a["n_items"]) * 1.05)
     ax.set_ylabel(f"correct per run (of {a['n_items']})")
-    ax.set_title("golden: per-run spread (points) and mean ± sd")
+    shown = f" ({RUNS_SHOWN:,} runs an engine drawn)" if thinned else ""
+    ax.set_title(f"golden: per-run spread (points{shown}) and mean ± sd")
     return fig
 
 
