@@ -19,6 +19,7 @@ def _analysis(n_runs: int) -> dict[str, Any]:
         "per_run_correct": [k % 7 for k in range(n_runs)],
         "per_run_mean": 3.0,
         "per_run_sd": 2.0,
+        "n_error": 0,
     }
     return {"n_items": 7, "engines": {"e": {"branches": {"A": {"repeats": repeats}}}}}
 
@@ -56,3 +57,18 @@ def test_a_benchmark_scale_profile_draws_a_bounded_figure() -> None:
     runs = gf._runs(a, str)
     assert gf.RUNS_SHOWN in _points(runs)
     assert f"{gf.RUNS_SHOWN:,} runs an engine drawn" in runs.axes[0].get_title()
+
+
+@pytest.mark.parametrize("n_runs", [5, 64, 200_000])
+def test_the_repeats_table_lists_every_k_up_to_64_runs_and_a_few_beyond(n_runs: int) -> None:
+    from sealedeval.suites.golden.present import report as gr
+
+    a = _analysis(n_runs) | {"design": {"temperature": 0.7}}
+    text = "\n".join(gr._repeats(a, str))
+    row = next(line for line in text.splitlines() if line.startswith("| e |"))
+    if n_runs <= gr.REPORT_RUNS:
+        assert row.count(" 0.50 ") >= 1 and f"({n_runs:,} runs)" not in row
+        assert len(row.split("|")[5].split()) == n_runs  # pass@k: one value per k
+    else:
+        assert len(row) < 2_000 and f"({n_runs:,} runs)" in row
+        assert "k=1: 0.50" in row and f"k={n_runs:,}: 1.00" in row and "k=100,000:" in row
