@@ -340,6 +340,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from sealedeval.publish.build import REPORT_MD, RESULT, build
     from sealedeval.publish.pdf import REPORT_PDF, build_pdf
     from sealedeval.publish.scorecards import write_scorecards
+    from sealedeval.store.arrow import give_back_memory
 
     cfg = _cfg(args)
     # the figure workers start now: they import the drawing stack while result.json is built;
@@ -353,7 +354,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         job.submit(text)
         for path in write_scorecards(cfg.root, result):
             print(f"wrote {path}")
+        give_back_memory()  # each step's peak its own (``store.arrow.give_back_memory``)
         samples = html.read_samples(cfg.root, result, cfg)
+        give_back_memory()
         # report.html but its figures, then report.pdf, laid out while the workers draw: each
         # figure is waited for when the layout gets to it
         parts = html.page_parts(result, samples, job.slots())

@@ -191,6 +191,42 @@ def test_samples_join_every_grader_keep_orphans_and_order() -> None:
     assert "regex: n/a" in rh.verdict_tokens(k3["grades"])
 
 
+def test_equal_messages_are_parsed_once_and_text_that_is_not_json_is_kept() -> None:
+    """An item's repeats send the same messages: their samples share one parsed value (the
+    page's samples are read-only); a column that is not JSON is shown as its text."""
+    raw = [
+        _raw("k1", messages='[{"role":"user","content":"same"}]'),
+        _raw("k2", messages='[{"role":"user","content":"same"}]'),
+        _raw("k3", messages='[{"role":"user","content":"other"}]', trajectory="not json"),
+    ]
+    s1, s2, s3 = rh.suite_samples("s", raw, [])
+    assert s1["messages"] == s2["messages"] == [{"role": "user", "content": "same"}]
+    assert s1["messages"] is s2["messages"]
+    assert s3["messages"] == [{"role": "user", "content": "other"}]
+    assert s3["trajectory"] == "not json" and s1["trajectory"] == []
+
+
+def test_equal_grades_are_one_dict_and_unequal_ones_stay_apart() -> None:
+    """Grades of the same content are one (read-only) dict; a grade differing only in a
+    value's type (1 vs True) or sign (-0.0 vs 0.0), or in its details, is its own."""
+    raw = [_raw(f"k{i}") for i in range(6)]
+    graded = [
+        _graded("k0", "regex", True),
+        _graded("k1", "regex", True),
+        {**_graded("k2", "regex", True), "passed": 1},
+        _graded("k3", "regex", False, score=-0.0),
+        _graded("k4", "regex", False, score=0.0),
+        _graded("k5", "regex", True, details='{"why":"y"}'),
+    ]
+    s = {x["key"]: x["grades"][0] for x in rh.suite_samples("s", raw, graded)}
+    assert s["k0"] is s["k1"] and s["k0"] == rh._grade(graded[0])
+    assert s["k2"] is not s["k0"] and s["k2"]["passed"] == 1 and s["k2"]["passed"] is not True
+    assert repr(s["k3"]["score"]) == "-0.0" and repr(s["k4"]["score"]) == "0.0"
+    assert s["k5"]["details"] == {"why": "y"} and s["k0"]["details"] == {"why": "x"}
+    for key, g in zip(s, graded, strict=True):
+        assert s[key] == rh._grade(g)
+
+
 def _synthetic(n: int) -> list[dict[str, Any]]:
     raw = [
         _raw(
@@ -412,3 +448,49 @@ def test_a_suite_over_the_cap_shows_evenly_spaced_samples_and_says_so(
     assert f"{len(capped):,} of the {total:,} requests" in text
     full = "".join(p for p in rh.page_parts(result, list(every.values()), []) if isinstance(p, str))
     assert "Every request of every suite: filter" in full and "evenly spaced" not in full
+
+
+def test_the_spread_of_samples_reads_graded_keys_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a graded file of several row groups and hex request keys (looked up by their
+    bytes, a row group at a time) the chosen graded rows are those of the chosen raw rows
+    plus every graded row without a raw row, as a dict of the keys would pick them."""
+    from sealedeval.stages import artifacts
+    from sealedeval.store.columns import HexKeys
+    from sealedeval.store.raw import (
+        LatestRows,
+        RawWriter,
+        latest_records,
+        raw_dir,
+        raw_files,
+        record_column,
+    )
+
+    keys = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(40)]
+    writer = RawWriter(raw_dir(tmp_path, "s", "e"), flush_rows=7)
+    for k in keys[:30]:
+        writer.append(_raw(k, engine="e", status="ok"))
+    writer.close()
+    raw = latest_records(raw_files(tmp_path, "s"))
+    assert isinstance(raw, LatestRows)
+    assert isinstance(record_column(raw, "request_key"), HexKeys)  # looked up by bytes
+    graded = [  # two graders a key, and keys 30..39 graded without a raw row
+        {"request_key": k, "grader": g, "passed": True} for k in keys for g in ("a", "b")
+    ]
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 9)
+    path = artifacts.graded_path(tmp_path, "s")
+    artifacts.write_graded(path, graded)
+    at, keep = rh._spread(raw, artifacts.read_graded(path), 4)
+    order = [r["request_key"] for r in raw]
+    chosen = {order[i] for i in at.tolist()}
+    assert len(chosen) == 4
+    want = [
+        j
+        for j, g in enumerate(graded)
+        if g["request_key"] in chosen or g["request_key"] in keys[30:]
+    ]
+    assert keep.tolist() == want
+    plain = [dict(r) for r in raw]  # the same rows as dicts: keys are looked up another way
+    at2, keep2 = rh._spread(plain, graded, 4)
+    assert at2.tolist() == at.tolist() and keep2.tolist() == want

@@ -72,3 +72,30 @@ def test_the_scorecard_file_is_written_in_pieces(
     assert got == _reference([dict(r) for r in artifacts.read_graded(path)])
     assert got.count("\n") == 8 and '"wrong, sadly"' in got
     assert json.dumps(got)  # plain text
+
+
+def test_the_scorecard_of_a_graded_file_reads_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scorecard of a graded file of several row groups is the same text, made from one
+    row group's columns at a time: no whole column of the file is ever read."""
+    rows = [
+        {"request_key": f"{i:032x}", "category": ["a", "b,c"][i % 2], "score": i / 3}
+        for i in range(11)
+    ]
+    path = artifacts.graded_path(tmp_path, "s")
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 3)
+    artifacts.write_graded(path, rows)
+    opened: list[artifacts.GradedRows] = []
+    real = artifacts.read_graded
+
+    def spy(p: Path, at: Any = None) -> artifacts.GradedRows:
+        opened.append(real(p, at))
+        return opened[-1]
+
+    monkeypatch.setattr(artifacts, "read_graded", spy)
+    monkeypatch.setattr(generic, "_CSV_ROWS", 2)
+    written = scorecards.write_scorecards(tmp_path, {"suites": {"s": {}}})
+    got = (tmp_path / written[0]).read_text(encoding="utf-8")
+    assert got == _reference(rows)
+    assert len(opened) == 1 and not opened[0].bycol

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealedeval.store import raw
-from sealedeval.store.columns import Coded, HexKeys, code_array, hex_packed
+from sealedeval.store.columns import Coded, HexKeys, KeyIndex, code_array, hex_packed
 from sealedeval.store.raw import RawWriter, latest_records, raw_dir, raw_files, record_column
 from sealedeval.store.schema import REQUIRED_COLUMNS, ROW_DEFAULTS
 
@@ -150,3 +150,36 @@ def test_columns_that_cannot_be_compact_are_lists(
     assert sorted(r["request_key"] for r in rows) == sorted(keys)
     for r in rows:
         assert dict(r) == {c: written[r["request_key"]][c] for c in r}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    column=st.lists(st.integers(0, 40), max_size=30),
+    asked=st.lists(st.integers(0, 60), max_size=30),
+    strays=st.lists(
+        st.sampled_from(["", "ABCD" * 4, "zz" * 8, "00" * 9, "0" * 15, None, 7]), max_size=4
+    ),
+)
+def test_a_key_index_finds_each_key_where_a_dict_of_the_column_would(
+    column: list[int], asked: list[int], strays: list[Any]
+) -> None:
+    """Each key's first position in the column, -1 where absent: asked as ``HexKeys`` of the
+    same width, of another width, or as strings (upper case, other widths and non-strings
+    are never keys of the column)."""
+    keys = [f"{k:016x}" for k in column]
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    packed = hex_packed(pa.array(keys, pa.string())) if keys else np.zeros((0, 8), np.uint8)
+    index = KeyIndex(HexKeys(packed))
+    wanted = [f"{k:016x}" for k in asked]
+    if wanted:
+        as_bytes = HexKeys(hex_packed(pa.array(wanted, pa.string())))
+        assert index.find(as_bytes).tolist() == [first.get(k, -1) for k in wanted]
+        wider = HexKeys(hex_packed(pa.array([k + "00" for k in wanted], pa.string())))
+        assert index.find(wider).tolist() == [-1] * len(wanted)
+    mixed = wanted + strays
+    assert index.find(mixed).tolist() == [first.get(k, -1) for k in wanted] + [-1] * len(strays)
+    assert index.find([k.upper() for k in wanted if k.upper() != k]).tolist() == [
+        -1 for k in wanted if k.upper() != k
+    ]

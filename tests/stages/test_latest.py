@@ -195,3 +195,28 @@ def test_float_columns_are_doubles_and_keep_every_value(
         assert type(r["cost_usd"]) is float
         assert repr(r["cost_usd"]) == repr(cost)  # the sign of -0.0 and NaN kept
         assert r["latency_s"] == latency
+
+
+@pytest.mark.parametrize("eager", [True, False], ids=["all-columns-at-once", "per-column"])
+def test_a_subset_of_the_latest_rows_reads_those_rows_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eager: bool
+) -> None:
+    """``subset(at)`` is the rows at those positions, in that order, with columns of their
+    own: a column read for the subset is as long as the subset, and the whole rows' columns
+    stay unread."""
+    files = _write(tmp_path, 5)
+    monkeypatch.setattr(raw, "_EAGER_ROWS", 10**9 if eager else 0)
+    got = latest_records(files)
+    want = [dict(r) for r in latest_records(files)]
+    assert isinstance(got, raw.LatestRows)
+    for at in ([], [0], [1, 4, 5, 30, len(want) - 1], list(range(0, len(want), 3))):
+        some = got.subset(at)
+        assert len(some) == len(at)
+        assert [r["output_text"] for r in some] == [want[i]["output_text"] for i in at]
+        assert [dict(r) for r in some] == [want[i] for i in at]
+        assert all(len(c) == len(at) for c in some.latest_columns.loaded.values())
+    if not eager:
+        assert not got.latest_columns.loaded
+    for bad in ([3, 2], [1, 1], [-1], [len(want)]):
+        with pytest.raises(IndexError):
+            got.subset(bad)

@@ -138,7 +138,8 @@ def scorecard_text(graded: Sequence[Mapping[str, Any]]) -> Iterator[str]:
     """``scorecards``' CSV text, ``_CSV_ROWS`` rows at a time: at ten million raw rows the
     golden scorecard is 40 million lines, and one string of them (with a row list per line)
     was most of publish's memory. A column of a graded table is formatted once per distinct
-    value where it is coded; the quoting is ``csv``'s (``_quoted``)."""
+    value where it is coded (per piece of a graded file); the quoting is ``csv``'s
+    (``_quoted``)."""
     if isinstance(graded, GradedRows):
         columns = list(graded.names) if len(graded) else []
     else:
@@ -152,10 +153,14 @@ def scorecard_text(graded: Sequence[Mapping[str, Any]]) -> Iterator[str]:
         yield "\n" * (n + 1)
         return
     yield ",".join(_quoted(c) for c in columns) + "\n"
-    for start in range(0, n, _CSV_ROWS):
-        stop = min(n, start + _CSV_ROWS)
-        cells = [_column_cells(graded, c, start, stop) for c in columns]
-        yield "".join(",".join(row) + "\n" for row in zip(*cells, strict=True))
+    # a graded file's rows a row group at a time (``GradedRows.parts``): each piece's columns
+    # are let go when it is written
+    for piece in graded.parts() if isinstance(graded, GradedRows) else [graded]:
+        m = len(piece)
+        for start in range(0, m, _CSV_ROWS):
+            stop = min(m, start + _CSV_ROWS)
+            cells = [_column_cells(piece, c, start, stop) for c in columns]
+            yield "".join(",".join(row) + "\n" for row in zip(*cells, strict=True))
 
 
 _CSV_ROWS = 65_536
