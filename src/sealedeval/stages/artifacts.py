@@ -316,7 +316,9 @@ class GradedRows(Sequence[Mapping[str, Any]]):
         self._cols: list[Sequence[Any]] = list(columns) if load is None else []
         self.colpos = {c: j for j, c in enumerate(self.names)}
         self.bycol: dict[str, Sequence[Any]] = (
-            dict(zip(self.names, self._cols, strict=True)) if load is None else _Loaded(load, self.names)
+            dict(zip(self.names, self._cols, strict=True))
+            if load is None
+            else _Loaded(load, self.names)
         )
         self._n = n
         self._own = False  # True when no one else holds these column lists (``from_rows``)
