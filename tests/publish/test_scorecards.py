@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from sealedeval.publish import generic, scorecards
 from sealedeval.stages import artifacts
+from sealedeval.store.columns import Coded, HexKeys
 
 
 def _reference(rows: list[dict[str, Any]]) -> str:
@@ -74,11 +75,15 @@ def test_the_scorecard_file_is_written_in_pieces(
     assert json.dumps(got)  # plain text
 
 
+@pytest.mark.parametrize("hex_min", [1, None], ids=["keys-as-bytes", "keys-as-strings"])
 def test_the_scorecard_of_a_graded_file_reads_a_row_group_at_a_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hex_min: int | None
 ) -> None:
     """The scorecard of a graded file of several row groups is the same text, made from one
-    row group's columns at a time: no whole column of the file is ever read."""
+    row group's columns at a time: no whole column of the file is ever read. Request keys
+    read back as bytes (``HexKeys``) are spelled from them."""
+    if hex_min is not None:
+        monkeypatch.setattr(artifacts, "_HEX_KEYS_MIN", hex_min)
     rows = [
         {"request_key": f"{i:032x}", "category": ["a", "b,c"][i % 2], "score": i / 3}
         for i in range(11)
@@ -99,3 +104,14 @@ def test_the_scorecard_of_a_graded_file_reads_a_row_group_at_a_time(
     got = (tmp_path / written[0]).read_text(encoding="utf-8")
     assert got == _reference(rows)
     assert len(opened) == 1 and not opened[0].bycol
+    piece = next(opened[0].parts())
+    keys = piece.column("request_key")
+    assert isinstance(keys, Coded) and isinstance(keys.values, HexKeys) == (hex_min is not None)
+
+
+def test_a_scorecard_of_one_column_and_of_no_rows() -> None:
+    one = [{"k": "a,b"}, {"k": None}, {"k": 2.5}]
+    assert "".join(generic.scorecard_text(one)) == _reference(one)
+    table = artifacts.normalize_graded(one)
+    assert "".join(generic.scorecard_text(table)) == _reference(one)
+    assert "".join(generic.scorecard_text([])) == _reference([])
