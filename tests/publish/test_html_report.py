@@ -457,24 +457,17 @@ def test_the_spread_of_samples_reads_graded_keys_a_row_group_at_a_time(
     bytes, a row group at a time) the chosen graded rows are those of the chosen raw rows
     plus every graded row without a raw row, as a dict of the keys would pick them."""
     from sealedeval.stages import artifacts
+    from sealedeval.store import raw as store
     from sealedeval.store.columns import HexKeys
-    from sealedeval.store.raw import (
-        LatestRows,
-        RawWriter,
-        latest_records,
-        raw_dir,
-        raw_files,
-        record_column,
-    )
 
     keys = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(40)]
-    writer = RawWriter(raw_dir(tmp_path, "s", "e"), flush_rows=7)
+    writer = store.RawWriter(store.raw_dir(tmp_path, "s", "e"), flush_rows=7)
     for k in keys[:30]:
         writer.append(_raw(k, engine="e", status="ok"))
     writer.close()
-    raw = latest_records(raw_files(tmp_path, "s"))
-    assert isinstance(raw, LatestRows)
-    assert isinstance(record_column(raw, "request_key"), HexKeys)  # looked up by bytes
+    raw = store.latest_records(store.raw_files(tmp_path, "s"))
+    assert isinstance(raw, store.LatestRows)
+    assert isinstance(store.record_column(raw, "request_key"), HexKeys)  # looked up by bytes
     graded = [  # two graders a key, and keys 30..39 graded without a raw row
         {"request_key": k, "grader": g, "passed": True} for k in keys for g in ("a", "b")
     ]
