@@ -183,3 +183,26 @@ def test_a_key_index_finds_each_key_where_a_dict_of_the_column_would(
     assert index.find([k.upper() for k in wanted if k.upper() != k]).tolist() == [
         -1 for k in wanted if k.upper() != k
     ]
+
+
+@pytest.mark.parametrize("span", [1, 200, 256, 257, 1000, 65_536])
+def test_integers_within_a_span_become_their_offsets_a_slice_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, span: int
+) -> None:
+    """An integer column within ``_CODED_INTS`` values is held as offsets from its least value,
+    one byte a row up to 256 values and two up to 65,536; made a slice at a time, every row
+    gives back its own value (negative ones too), in whatever order the rows were gathered."""
+    monkeypatch.setattr(raw, "_OFFSET_STEP", 7)
+    rng = random.Random(span)
+    n = 50
+    values = [-5 + rng.randrange(span) for _ in range(n)]
+    values[rng.randrange(n)] = -5
+    values[rng.randrange(n)] = -5 + span - 1
+    gather = raw._Gather("tokens_in", n)
+    order = list(range(n))
+    rng.shuffle(order)
+    for chunk in (order[:20], order[20:]):
+        gather.add(np.array(chunk), pa.chunked_array([pa.array([values[i] for i in chunk])]))
+    col = gather.done()
+    assert isinstance(col, Coded) and col.codes.typecode == ("B" if span <= 256 else "H")
+    assert list(col) == values and all(type(v) is int for v in col)
