@@ -206,3 +206,11 @@ def test_integers_within_a_span_become_their_offsets_a_slice_at_a_time(
     col = gather.done()
     assert isinstance(col, Coded) and col.codes.typecode == ("B" if span <= 256 else "H")
     assert list(col) == values and all(type(v) is int for v in col)
+
+
+def test_hex_keys_spell_out_as_an_arrow_array() -> None:
+    keys = [f"{i * 7919:032x}" for i in range(9)]
+    hk = HexKeys(hex_packed(pa.array(keys, pa.string())))
+    for at in ([], [0], [8, 3, 3, 0]):
+        got = hk.arrow(np.array(at, dtype=np.int64))
+        assert got.type == pa.large_string() and got.to_pylist() == [keys[i] for i in at]

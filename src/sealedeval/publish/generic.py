@@ -198,11 +198,8 @@ def _column_cells(
     spelled from their bytes, other cells one by one."""
     if isinstance(graded, GradedRows):
         col = graded.column(name)
-        if isinstance(col, Coded) and isinstance(col.values, HexKeys):
-            chars, width = col.values.hex_chars(col.code_view()[start:stop])  # never quoted
-            n = stop - start
-            ends = pa.array(np.arange(n + 1, dtype=np.int64) * width).buffers()[1]
-            return pa.LargeStringArray.from_buffers(n, ends, pa.py_buffer(chars))
+        if isinstance(col, Coded) and isinstance(col.values, HexKeys):  # hex: never quoted
+            return col.values.arrow(col.code_view()[start:stop])
         if isinstance(col, Coded) and isinstance(col.values, list):
             text = texts.get(name)
             if text is None:

@@ -702,11 +702,7 @@ def _arrow_at(values: Sequence[Any], kind: pa.DataType, at: Any) -> pa.Array:
         at = values.code_view()[at].astype(np.int64)
         values = values.values
     if isinstance(values, HexKeys):
-        chars, width = values.hex_chars(at)
-        offsets = np.arange(len(at) + 1, dtype=np.int64) * width
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
-        arr = pa.Array.from_buffers(pa.large_string(), len(at), buffers)
-        return arr.cast(kind)
+        return values.arrow(at).cast(kind)
     if isinstance(values, array):
         return pa.array(np.frombuffer(values, dtype=values.typecode)[at], type=kind)
     if len(values) > 4 * len(at):  # a few rows of a long column

@@ -224,6 +224,17 @@ class HexKeys(Sequence[str]):
         chars[:, 1::2] = hexd[sub & 15]
         return chars.ravel(), 2 * self._w
 
+    def arrow(self, at: Any) -> Any:
+        """The keys at positions ``at`` as an Arrow ``large_string`` array, spelled from their
+        bytes (no Python string per key): what the graded file and the scorecard write."""
+        import numpy as np
+        import pyarrow as pa
+
+        chars, width = self.hex_chars(at)
+        offsets = np.arange(len(at) + 1, dtype=np.int64) * width
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
+        return pa.Array.from_buffers(pa.large_string(), len(at), buffers)
+
 
 class KeyIndex:
     """Where keys stand among a column of hex keys (``HexKeys``): the column's bytes sorted
