@@ -487,3 +487,48 @@ def test_the_spread_of_samples_reads_graded_keys_a_row_group_at_a_time(
     plain = [dict(r) for r in raw]  # the same rows as dicts: keys are looked up another way
     at2, keep2 = rh._spread(plain, graded, 4)
     assert at2.tolist() == at.tolist() and keep2.tolist() == want
+
+
+@pytest.mark.parametrize("cap", [5, 1000], ids=["spread", "every-row"])
+def test_samples_chosen_by_key_bucket_are_the_samples_chosen_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: int
+) -> None:
+    """Past ``BUCKET_ROWS`` attempts the latest rows are chosen a key-prefix bucket at a time
+    (``store.buckets``): the same sampled raw rows, in the same order, with the same graded
+    rows (those of graded keys no raw row has too, hex or not) as the choice made in memory."""
+    from sealedeval.stages import artifacts
+    from sealedeval.store import buckets
+    from sealedeval.store import raw as store
+
+    keys = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(60)]
+    for engine in ("b", "a"):
+        writer = store.RawWriter(store.raw_dir(tmp_path, "s", engine), flush_rows=7)
+        for i, k in enumerate(keys[:50]):  # retries: an error before the ok of every third
+            if i % 3 == 0:
+                writer.append(_raw(f"{engine}{k[1:]}", engine=engine, status="error"))
+            writer.append(_raw(f"{engine}{k[1:]}", engine=engine, status="ok", repeat=i))
+        writer.close()
+    graded = [
+        _graded(f"{e}{k[1:]}", g, True)
+        for e in ("a", "b")
+        for k in keys
+        for g in ("x", "y")  # keys 50..59 graded without a raw row
+    ] + [_graded("not-a-hex-key", "x", False)]
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 11)
+    artifacts.write_graded(artifacts.graded_path(tmp_path, "s"), graded)
+    monkeypatch.setattr(rh, "SAMPLES_MAX", cap)
+    seen: list[int] = []
+    split = buckets._split_and_choose
+    monkeypatch.setattr(
+        buckets, "_split_and_choose", lambda p, w, n: seen.append(n) or split(p, w, n)
+    )
+    monkeypatch.setattr(buckets, "BUCKET_ROWS", 10**9)
+    raw_mem, graded_mem = rh._sampled_rows(tmp_path, "s")
+    monkeypatch.setattr(buckets, "BUCKET_ROWS", 8)  # 150 attempts: 32 buckets
+    raw_b, graded_b = rh._sampled_rows(tmp_path, "s")
+    assert seen == [8]  # the second read chose by bucket, the first did not
+    assert [dict(r) for r in raw_b] == [dict(r) for r in raw_mem]
+    assert len(raw_b) == min(cap, 100)
+    assert [dict(g) for g in graded_b] == [dict(g) for g in graded_mem]
+    absent = {g["request_key"] for g in graded_b} - {r["request_key"] for r in raw_b}
+    assert len(absent) == 21  # 20 hex keys without a raw row, and the other one

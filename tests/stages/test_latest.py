@@ -220,3 +220,46 @@ def test_a_subset_of_the_latest_rows_reads_those_rows_only(
     for bad in ([3, 2], [1, 1], [-1], [len(want)]):
         with pytest.raises(IndexError):
             got.subset(bad)
+
+
+@pytest.mark.parametrize("width", [32, 64])
+@pytest.mark.parametrize("seed", [7, 8])
+def test_the_latest_rows_chosen_by_key_bucket_are_the_rows_chosen_in_memory(
+    tmp_path: Path, width: int, seed: int
+) -> None:
+    """``store.buckets``: attempts split by the first bits of their key and each bucket chosen
+    alone give ``latest_records``' rows in its order, whatever the number of buckets; any
+    latest row is read by its position in that order; the keys of the latest rows, and no
+    other, are found; the bucket files are gone on exit."""
+    import numpy as np
+
+    from sealedeval.store import buckets
+
+    rng = random.Random(seed)
+    pool = [_hex_key(rng, width) for _ in range(60)]
+    files = _write(tmp_path / "runs", seed, pool)
+    expected = [dict(r) for r in latest_records(files)]
+    keys = [r["request_key"] for r in expected]
+    packed = np.frombuffer(b"".join(bytes.fromhex(k) for k in keys), dtype=np.uint8)
+    others = [_hex_key(rng, width) for _ in range(30)]
+    other = np.frombuffer(b"".join(bytes.fromhex(k) for k in others), dtype=np.uint8)
+    # 240 attempts: 256 buckets (the most), 64 (7 x 32 < 240), 4, one
+    for bucket_rows, n_buckets in ((1, 256), (7, 64), (64, 4), (10**6, 1)):
+        with buckets.latest_buckets(files, bucket_rows=bucket_rows) as lb:
+            assert lb is not None and len(lb) == len(expected)
+            assert lb.buckets == n_buckets
+            assert [dict(r) for r in lb.rows_at(np.arange(len(lb)))] == expected
+            at = np.array(sorted(rng.sample(range(len(expected)), 9)))
+            assert [dict(r) for r in lb.rows_at(at)] == [expected[i] for i in at.tolist()]
+            assert lb.contains(packed.reshape(len(keys), -1)).all()
+            assert not lb.contains(other.reshape(len(others), -1)).any()
+            where = lb.dir
+        assert not where.exists()
+
+
+def test_keys_that_are_not_hex_are_left_to_the_choice_in_memory(tmp_path: Path) -> None:
+    from sealedeval.store import buckets
+
+    files = _write(tmp_path, 3)  # keys like "a017"
+    with buckets.latest_buckets(files, bucket_rows=4) as lb:
+        assert lb is None

@@ -46,9 +46,10 @@ from sealedeval.render.metrics import added_engines, added_in_any, engine_label
 from sealedeval.stages import artifacts
 from sealedeval.stages.grade import BASE_COLUMNS, raw_positions
 from sealedeval.stages.pipeline import load_items, rows_rubric
+from sealedeval.store import buckets
 from sealedeval.store.arrow import give_back_memory
-from sealedeval.store.columns import Coded, HexKeys, KeyIndex
-from sealedeval.store.raw import LatestRows, latest_records, raw_files, record_column
+from sealedeval.store.columns import Coded, HexKeys, KeyIndex, spelled_keys
+from sealedeval.store.raw import LatestRows, latest_records, part_rows, raw_files, record_column
 
 REPORT_HTML = Path("results/report.html")
 
@@ -569,15 +570,7 @@ def read_samples(
 
     out: list[dict[str, Any]] = []
     for name, section in result.get("suites", {}).items():
-        gpath = artifacts.graded_path(root, name)
-        graded: Sequence[Mapping[str, Any]] = artifacts.read_graded(gpath)
-        raw: Sequence[Mapping[str, Any]] = latest_records(raw_files(root, name))
-        if len(raw) > SAMPLES_MAX:
-            at, keep = _spread(raw, graded, SAMPLES_MAX)
-            raw = raw.subset(at) if isinstance(raw, LatestRows) else [raw[i] for i in at]
-            graded = artifacts.read_graded(gpath, keep)
-            del at, keep
-            give_back_memory()  # the keys of every row, read to choose: not the samples' peak
+        raw, graded = _sampled_rows(root, name)
         path = artifacts.items_path(root, name)
         items: list[dict[str, Any]] = []
         if path.exists():
@@ -590,6 +583,80 @@ def read_samples(
         for s in samples:  # an engine added after the seal is labelled in the sample view too
             s["engine"] = engine_label(s["engine"], s["engine"] in added)
         out += samples
+    return out
+
+
+def _sampled_rows(
+    root: Path, name: str
+) -> tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]:
+    """A suite's sampled latest raw rows and their graded rows (``SAMPLES_MAX``, ``_spread``).
+
+    Past ``buckets.BUCKET_ROWS`` attempts the latest rows are chosen a key-prefix bucket at a
+    time (``store.buckets``), the same rows in the same order: at ten million rows every
+    attempt's key held at once was most of publish's peak, and it grew with the rows."""
+    import numpy as np
+
+    gpath = artifacts.graded_path(root, name)
+    files = raw_files(root, name)
+    if sum(part_rows(f) for f in files) > buckets.BUCKET_ROWS:
+        with buckets.latest_buckets(files) as lb:
+            if lb is not None:
+                if len(lb) <= SAMPLES_MAX:
+                    return lb.rows_at(np.arange(len(lb))), artifacts.read_graded(gpath)
+                at = np.arange(SAMPLES_MAX, dtype=np.int64) * len(lb) // SAMPLES_MAX
+                raw = lb.rows_at(at)
+                keep = _spread_keys(record_column(raw, "request_key"), lb, gpath)
+                give_back_memory()
+                return raw, artifacts.read_graded(gpath, keep)
+    graded: Sequence[Mapping[str, Any]] = artifacts.read_graded(gpath)
+    latest: Sequence[Mapping[str, Any]] = latest_records(files)
+    if len(latest) <= SAMPLES_MAX:
+        return latest, graded
+    at, keep = _spread(latest, graded, SAMPLES_MAX)
+    latest = latest.subset(at) if isinstance(latest, LatestRows) else [latest[i] for i in at]
+    del at
+    give_back_memory()  # the keys of every row, read to choose: not the samples' peak
+    return latest, artifacts.read_graded(gpath, keep)
+
+
+def _spread_keys(chosen: Sequence[str], lb: buckets.LatestBuckets, gpath: Path) -> Any:
+    """``_spread``'s graded positions when the latest rows were chosen by bucket: the graded
+    rows of the ``chosen`` keys and every graded row whose key no latest row has, the graded
+    file read a row group at a time and its keys looked up in the buckets' sorted keys."""
+    import numpy as np
+
+    index = KeyIndex(chosen) if isinstance(chosen, HexKeys) else None
+    mine = set(chosen) if index is None else set()
+    keep: list[Any] = []
+    start = 0
+    for piece in artifacts.read_graded(gpath).parts():
+        col = artifacts.graded_column(piece, "request_key")
+        values, codes = (col.values, col.code_view()) if isinstance(col, Coded) else (col, None)
+        if isinstance(values, HexKeys):
+            present = lb.contains(values.packed)
+        else:
+            present = _latest_has(lb, values)
+        if index is not None:
+            hit = (index.find(values) >= 0) | ~present
+        else:
+            hit = np.fromiter((v in mine for v in values), dtype=bool, count=len(values))
+            hit |= ~present
+        if codes is not None:
+            hit = hit[codes]
+        keep.append(np.flatnonzero(hit) + start)
+        start += len(piece)
+    return np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
+
+
+def _latest_has(lb: buckets.LatestBuckets, values: Sequence[Any]) -> Any:
+    """Which keys (strings) are latest rows' keys: those that spell a key of the buckets'
+    width, by their bytes; no other key is any latest row's."""
+    import numpy as np
+
+    out = np.zeros(len(values), dtype=bool)
+    at, packed = spelled_keys(values, lb.width)
+    if len(at):
+        out[at] = lb.contains(packed)
     return out
 
 

@@ -263,15 +263,9 @@ class KeyIndex:
                 return np.full(len(values), -1, dtype=np.int64)
             return self._at(values.packed)
         out = np.full(len(values), -1, dtype=np.int64)
-        spelled = [
-            (i, bytes.fromhex(v))
-            for i, v in enumerate(values)
-            if type(v) is str and len(v) == 2 * self._w and _LOWER_HEX.fullmatch(v)
-        ]
-        if spelled:
-            packed = np.frombuffer(b"".join(b for _, b in spelled), dtype=np.uint8)
-            found = self._at(packed.reshape(len(spelled), self._w))
-            out[np.fromiter((i for i, _ in spelled), dtype=np.int64, count=len(spelled))] = found
+        at, packed = spelled_keys(values, self._w)
+        if len(at):
+            out[at] = self._at(packed)
         return out
 
     def _at(self, packed: Any) -> Any:
@@ -285,3 +279,18 @@ class KeyIndex:
 
 
 _LOWER_HEX = re.compile("[0-9a-f]+")
+
+
+def spelled_keys(values: Sequence[Any], width: int) -> tuple[Any, Any]:
+    """The values that spell a key of ``width`` bytes (strings of lowercase hex digits): their
+    positions (numpy int64) and their bytes (``HexKeys.packed``: a row each)."""
+    import numpy as np
+
+    spelled = [
+        (i, bytes.fromhex(v))
+        for i, v in enumerate(values)
+        if type(v) is str and len(v) == 2 * width and _LOWER_HEX.fullmatch(v)
+    ]
+    at = np.fromiter((i for i, _ in spelled), dtype=np.int64, count=len(spelled))
+    packed = np.frombuffer(b"".join(b for _, b in spelled), dtype=np.uint8)
+    return at, packed.reshape(len(spelled), width)

@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 import pyarrow.parquet as pq
 
@@ -676,6 +676,22 @@ def latest_records(paths: Sequence[Path], *, batch_rows: int = 65_536) -> Sequen
     return LatestRows(cols, len(chosen))
 
 
+def choice_columns(p: Path) -> pa.Table:
+    """What choosing the latest rows reads of one part (``_SELECT``); a part that is not valid
+    Parquet, or lacks a raw column, is a one-line user error."""
+    try:
+        return _open_part(p).read(columns=list(_SELECT))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise _corrupt(p, e) from e
+
+
+def rows_at(paths: Sequence[Path], sizes: Sequence[int], take: Any) -> LatestRows:
+    """The rows at positions ``take`` (numpy integers) among all rows of ``paths`` (parts of
+    ``sizes`` rows, concatenated in order), in that order, as latest rows: none of their
+    columns read until asked for (``LatestRows``)."""
+    return LatestRows(_LatestColumns(paths, sizes, take), len(take))
+
+
 def _open_part(p: Path) -> pq.ParquetFile:
     """A part's reader, its string columns but unique ones read dictionary-encoded; a part
     that is not valid Parquet, or lacks a raw column, is a one-line user error."""
@@ -748,55 +764,77 @@ def _hex_words(col: pa.Array | pa.ChunkedArray) -> Any | None:
     return packed.view(">u8").astype(np.uint64)
 
 
-def _latest_hex(part: Callable[[int], pa.Table], sizes: Sequence[int]) -> Any | None:
-    """``latest_records``' choice when every key is hex of one width (``_hex_words``), else
-    None: the same rows as ``_latest_arrow``, ~35 B a row instead of ~300.
+class HexPart(NamedTuple):
+    """What choosing the latest rows reads of one part whose keys are hex (``hex_part``)."""
 
-    Parts are read one at a time into preallocated numpy columns (key words, ok, engine code);
-    only failed attempts keep their finished_at. A stable sort on (key, not ok) puts each
-    key's first ok read first; a key with failed attempts only takes its latest (Arrow's sort
-    on those rows alone: finished_at descending, nulls last, then read order).
-    """
+    words: Any
+    """Key words, shape (rows, width // 16): ``_hex_words``."""
+    notok: Any
+    """Per row: not an ok answer (bool)."""
+    engine: Any
+    """Per row: the engine's code (int32) in the caller's ``names``."""
+    failed: Any
+    """The rows that are not ok (ascending int64 positions within the part)."""
+    finished: pa.Array
+    """Their finished_at, in that order."""
+
+
+def hex_part(t: pa.Table, names: dict[str, int]) -> HexPart | None:
+    """One part's columns for the hex choice (``_latest_hex``, ``store.buckets``); None when a
+    key is not hex of a width of whole words or an engine is null (Arrow's sort takes those).
+    ``names`` gives each engine name its code, new names the next code."""
     import numpy as np
     import pyarrow.compute as pc
 
-    total = sum(sizes)
-    words: list[Any] = []
-    notok = np.empty(total, dtype=bool)
-    engine = np.empty(total, dtype=np.int32)
-    names: dict[str, int] = {}
-    fail_pos: list[Any] = []
-    fail_fin: list[pa.Array] = []
-    start = 0
-    for i, size in enumerate(sizes):
-        if size == 0:
-            continue
-        t = part(i)
-        n = t.num_rows
-        w = _hex_words(t["request_key"])
-        if w is None or n != size or (words and w.shape[1] != len(words)):
-            return None
-        if not words:
-            words = [np.empty(total, dtype=np.uint64) for _ in range(w.shape[1])]
-        for j, col in enumerate(words):
-            col[start : start + n] = w[:, j]
-        status = t["status"].cast(pa.string())
-        ok = pc.fill_null(pc.equal(status, "ok"), False).to_numpy()
-        notok[start : start + n] = ~ok
-        enc = pc.dictionary_encode(t["engine"].cast(pa.string()).combine_chunks())
-        if enc.null_count:
-            return None  # Arrow's sort places null engines; rare enough to leave to it
-        code = np.array(
-            [names.setdefault(v, len(names)) for v in enc.dictionary.to_pylist()], dtype=np.int32
-        )
-        engine[start : start + n] = code[enc.indices.to_numpy()]
-        bad = np.flatnonzero(~ok)
-        if len(bad):
-            fail_pos.append(bad + start)
-            fail_fin.append(t["finished_at"].take(pa.array(bad)).combine_chunks())
-        start += n
-    if start != total or not words:
+    w = _hex_words(t["request_key"])
+    if w is None:
         return None
+    status = t["status"].cast(pa.string())
+    ok = pc.fill_null(pc.equal(status, "ok"), False).to_numpy()
+    enc = pc.dictionary_encode(t["engine"].cast(pa.string()).combine_chunks())
+    if enc.null_count:
+        return None  # Arrow's sort places null engines; rare enough to leave to it
+    code = np.array(
+        [names.setdefault(v, len(names)) for v in enc.dictionary.to_pylist()], dtype=np.int32
+    )
+    bad = np.flatnonzero(~ok)
+    fin = t["finished_at"].take(pa.array(bad)).combine_chunks() if len(bad) else pa.array([])
+    return HexPart(w, ~ok, code[enc.indices.to_numpy()], bad, fin.cast(pa.string()))
+
+
+def engine_ranks(names: Mapping[str, int]) -> Any:
+    """Each engine code's rank among the engine names in string order (numpy int32)."""
+    import numpy as np
+
+    rank = np.empty(len(names), dtype=np.int32)
+    for r, name in enumerate(sorted(names)):
+        rank[names[name]] = r
+    return rank
+
+
+class Attempts:
+    """Every attempt of a set of keys, column-wise, in read order: what ``choose_latest``
+    chooses from. Its columns are let go as the choice no longer needs them."""
+
+    __slots__ = ("engine", "failed", "finished", "notok", "words")
+
+    def __init__(
+        self, words: list[Any], notok: Any, engine: Any, failed: Any, finished: pa.ChunkedArray
+    ) -> None:
+        self.words, self.notok, self.engine = words, notok, engine
+        self.failed, self.finished = failed, finished
+
+
+def choose_latest(a: Attempts, rank: Any) -> Any:
+    """The row rule of ``latest_rows`` on hex keys: each key's row (its position in ``a``),
+    in (engine rank, key) order. A stable sort on (key, not ok) puts each key's first ok read
+    first; a key with failed attempts only takes its latest (Arrow's sort on those rows alone:
+    finished_at descending, nulls last, then read order)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    words, notok = a.words, a.notok
+    total = len(notok)
     order = np.lexsort((notok, *reversed(words)))  # last key first; stable: read order
     new = np.zeros(total, dtype=bool)
     new[0] = True
@@ -812,16 +850,13 @@ def _latest_hex(part: Callable[[int], pa.Table], sizes: Sequence[int]) -> Any | 
         first = order[starts]
         sizes_g = np.diff(starts, append=total)
         redo = np.flatnonzero(notok[first] & (sizes_g > 1))
-    del notok
+    a.notok = notok = None
     if len(redo):  # keys with failed attempts only: the latest finished, ties the first read
         size_r = sizes_g[redo]
         gid = np.repeat(np.arange(len(redo)), size_r)
         within = np.arange(int(size_r.sum())) - np.repeat(np.cumsum(size_r) - size_r, size_r)
         members = order[np.repeat(starts[redo], size_r) + within]
-        fpos = np.concatenate(fail_pos)
-        fin = pa.chunked_array(fail_fin, type=pa.string()).take(
-            pa.array(np.searchsorted(fpos, members))
-        )
+        fin = a.finished.take(pa.array(np.searchsorted(a.failed, members)))
         sub = pa.table({"g": gid, "fin": fin, "pos": members})
         so = np.asarray(
             pc.sort_indices(sub, [("g", "ascending"), ("fin", "descending"), ("pos", "ascending")])
@@ -831,14 +866,53 @@ def _latest_hex(part: Callable[[int], pa.Table], sizes: Sequence[int]) -> Any | 
         lead[1:] = g[1:] != g[:-1]
         first[redo] = members[so[lead]]
     del order, starts
-    rank = np.empty(len(names), dtype=np.int32)
-    for r, name in enumerate(sorted(names)):
-        rank[names[name]] = r
-    by = [rank[engine[first]]]
-    del engine
+    by = [rank[a.engine[first]]]
+    a.engine = None
     while words:  # each column's chosen rows, the column itself let go
         by.insert(0, words.pop(0)[first])
     return first[np.lexsort(by)]
+
+
+def _latest_hex(part: Callable[[int], pa.Table], sizes: Sequence[int]) -> Any | None:
+    """``latest_records``' choice when every key is hex of one width (``_hex_words``), else
+    None: the same rows as ``_latest_arrow``, ~35 B a row instead of ~300.
+
+    Parts are read one at a time into preallocated numpy columns (key words, ok, engine code);
+    only failed attempts keep their finished_at (``hex_part``); then ``choose_latest``.
+    """
+    import numpy as np
+
+    total = sum(sizes)
+    words: list[Any] = []
+    notok = np.empty(total, dtype=bool)
+    engine = np.empty(total, dtype=np.int32)
+    names: dict[str, int] = {}
+    fail_pos: list[Any] = []
+    fail_fin: list[pa.Array] = []
+    start = 0
+    for i, size in enumerate(sizes):
+        if size == 0:
+            continue
+        h = hex_part(part(i), names)
+        if h is None or len(h.notok) != size or (words and h.words.shape[1] != len(words)):
+            return None
+        n = size
+        if not words:
+            words = [np.empty(total, dtype=np.uint64) for _ in range(h.words.shape[1])]
+        for j, col in enumerate(words):
+            col[start : start + n] = h.words[:, j]
+        notok[start : start + n] = h.notok
+        engine[start : start + n] = h.engine
+        if len(h.failed):
+            fail_pos.append(h.failed + start)
+            fail_fin.append(h.finished)
+        start += n
+    if start != total or not words:
+        return None
+    failed = np.concatenate(fail_pos) if fail_pos else np.zeros(0, dtype=np.int64)
+    a = Attempts(words, notok, engine, failed, pa.chunked_array(fail_fin, type=pa.string()))
+    del words, notok, engine, fail_pos, fail_fin
+    return choose_latest(a, engine_ranks(names))
 
 
 class LatestRows(Sequence[RawRecord]):
