@@ -191,3 +191,43 @@ def test_graded_column_is_the_column_or_the_values() -> None:
     table = GradedRows.from_rows([{"a": "x"}, {"a": "y"}])
     assert artifacts.graded_column(table, "a") is table.column("a")
     assert artifacts.graded_column([{"a": 1}, {"a": 2}], "a") == [1, 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["b", "a"]), st.integers(0, 5), st.integers(0, 3)),
+        max_size=40,
+    ),
+    st.sampled_from([16, 32]),
+    st.booleans(),
+)
+def test_hex_keys_are_checked_in_order_by_their_bytes(
+    rows: list[tuple[str, int, int]], width: int, presorted: bool
+) -> None:
+    """A ``Coded`` column over hex keys (``HexKeys``) is checked for order word by word
+    (keys here share their first words, so later words decide): a table in order comes back
+    as it is without ranking its keys; one out of order sorts as ``sorted`` on the strings."""
+    import numpy as np
+
+    from sealedeval.store.columns import Coded, HexKeys, code_array
+
+    # six keys: pairs equal but for their last byte, so every word of a key is compared
+    packed = np.zeros((6, width), dtype=np.uint8)
+    packed[:, -1] = [3, 1, 2, 1, 0, 9]
+    packed[:, 0] = [0, 0, 1, 1, 0, 0]
+    keys = HexKeys(packed)
+    if presorted:
+        rows = sorted(rows, key=lambda r: (r[0], keys[r[1]]))
+    expected = sorted(rows, key=lambda r: (r[0], keys[r[1]]))
+    n = len(rows)
+    e = Coded(code_array(np.array([0 if r[0] == "a" else 1 for r in rows]), 2), ["a", "b"])
+    k = Coded(code_array(np.array([r[1] for r in rows], dtype=np.int64), 6), keys)
+    table = GradedRows(["e", "k", "n"], [e, k, [r[2] for r in rows]], n)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(artifacts, "_SORTED_CHUNK", 3)
+        if presorted:
+            mp.setattr(HexKeys, "ranks", lambda self: pytest.fail("ranked keys in order"))
+            assert table.sorted_by(["e", "k"]) is table
+        out = table.sorted_by(["e", "k"])
+    assert [(g["e"], g["k"], g["n"]) for g in out] == [(a, keys[b], c) for a, b, c in expected]
