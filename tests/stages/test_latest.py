@@ -263,3 +263,66 @@ def test_keys_that_are_not_hex_are_left_to_the_choice_in_memory(tmp_path: Path) 
     files = _write(tmp_path, 3)  # keys like "a017"
     with buckets.latest_buckets(files, bucket_rows=4) as lb:
         assert lb is None
+
+
+@pytest.mark.parametrize("eager", [True, False], ids=["all-columns-at-once", "per-column"])
+def test_engine_identities_are_those_of_each_engines_first_latest_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eager: bool
+) -> None:
+    """``pipeline.identities`` reads the identity at each engine's first latest row only,
+    and gives what a pass over every row gives (the first row's identity, where an engine's
+    rows name several)."""
+    from sealedeval.stages import pipeline
+
+    monkeypatch.setattr(raw, "_EAGER_ROWS", 10**9 if eager else 0)
+    for engine in ("c", "b", "a"):
+        writer = RawWriter(raw_dir(tmp_path, "s", engine), flush_rows=4)
+        for i in range(9 if engine != "b" else 1):
+            row: dict[str, Any] = {c: "" for c in REQUIRED_COLUMNS} | ROW_DEFAULTS
+            row |= {
+                "request_key": f"{engine}{i:03d}",
+                "engine": engine,
+                "engine_identity": f'{{"{engine}": {i % 3}}}',
+                "status": "ok",
+                "finished_at": "2026-01-01T00:00:00Z",
+                "repeat": i,
+                "seed": i,
+                "sealed": True,
+            }
+            writer.append(row)
+        writer.close()
+    rows = latest_records(raw_files(tmp_path, "s"))
+    assert isinstance(rows, raw.LatestRows)
+    plain = [dict(r) for r in rows]
+    want = pipeline.identities(plain)
+    assert want == {"a": '{"a": 0}', "b": '{"b": 0}', "c": '{"c": 0}'}
+    assert pipeline.identities(rows) == want
+    # rows a000..a008, b000, c000..c008: a003, b000 and c002 first in this subset
+    sub = rows.subset([3, 9, 12])
+    assert pipeline.identities(sub) == {"a": '{"a": 0}', "b": '{"b": 0}', "c": '{"c": 2}'}
+
+
+def test_a_few_rows_of_a_part_are_read_from_their_row_groups_only(tmp_path: Path) -> None:
+    """``raw._read_rows``: rows in any order (repeats too) from a part of many row groups are
+    the rows a read of the whole part takes; only their row groups are read."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "part.parquet"
+    table = raw.pa.table({"x": list(range(50)), "y": [f"v{i}" for i in range(50)]})
+    pq.write_table(table, path, row_group_size=7)  # 8 row groups
+    rng = random.Random(3)
+    for k in (1, 3, 12, 50):
+        rows = [rng.randrange(50) for _ in range(k)]
+        local = raw.pa.array(rows, raw.pa.int32())
+        pf = pq.ParquetFile(path)
+        read: list[list[int]] = []
+
+        def spy(g: list[int], _read: Any = read, _of: Any = pf.read_row_groups, **kw: Any) -> Any:
+            _read.append(list(g))
+            return _of(g, **kw)
+
+        pf.read_row_groups = spy  # type: ignore[method-assign]
+        got = raw._read_rows(pf, ["x", "y"], local)
+        assert got.to_pylist() == table.take(local).to_pylist()
+        wanted = sorted({i // 7 for i in rows})
+        assert read == ([wanted] if len(wanted) < 8 else [])

@@ -453,12 +453,33 @@ class _LatestColumns:
                     t = held.select(names).take(local)
                 else:
                     pf = pq.ParquetFile(p, read_dictionary=[n for n in names if n in _SHARED])
-                    t = pf.read(columns=names).take(local)
+                    t = _read_rows(pf, names, local)
             except (pa.ArrowInvalid, OSError, KeyError) as e:
                 raise _corrupt(p, e) from e
             for n in names:
                 gathers[n].add(where, t.column(n))
         return {n: g.done() for n, g in gathers.items()}
+
+
+def _read_rows(pf: pq.ParquetFile, names: list[str], local: pa.Array) -> pa.Table:
+    """Columns ``names`` of a part's rows ``local``: from the row groups that hold them only,
+    when that is not all of them (a few rows of a part, e.g. each engine's identity at its
+    first row, read a whole column of 100,000 identities before)."""
+    import numpy as np
+
+    md = pf.metadata
+    if md.num_row_groups > 1:
+        sizes = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        rows = np.asarray(local, dtype=np.int64)
+        group = np.searchsorted(starts, rows, side="right") - 1
+        wanted = np.unique(group)
+        if len(wanted) < md.num_row_groups:
+            # each row's place among the wanted groups' rows, read one after another
+            before = np.cumsum(sizes[wanted]) - sizes[wanted]
+            at = rows - starts[group] + before[np.searchsorted(wanted, group)]
+            return pf.read_row_groups(wanted.tolist(), columns=names).take(pa.array(at))
+    return pf.read(columns=names).take(local)
 
 
 class _Gather:
@@ -965,9 +986,9 @@ class LatestRows(Sequence[RawRecord]):
     def __radd__(self, other: Sequence[RawRecord]) -> list[RawRecord]:
         return [*other, *self]
 
-    def subset(self, at: Sequence[int]) -> LatestRows:
-        """The rows at positions ``at`` (ascending), as rows of their own whose columns are
-        read from those rows only (``_LatestColumns.subset``)."""
+    def subset(self, at: Sequence[int] | Any) -> LatestRows:
+        """The rows at positions ``at`` (ascending ints, or a numpy array of them), as rows
+        of their own whose columns are read from those rows only (``_LatestColumns.subset``)."""
         import numpy as np
 
         where = np.asarray(at, dtype=np.int64)
