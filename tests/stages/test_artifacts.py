@@ -281,3 +281,35 @@ def test_graded_rows_read_from_a_file_are_freed_without_the_cycle_collector(
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    details=st.lists(
+        st.one_of(st.none(), st.dictionaries(st.text(max_size=2), nested, max_size=2)),
+        max_size=8,
+    ),
+    tail=st.sampled_from([None, "text", 1.5]),
+)
+def test_a_column_of_dicts_is_coded_by_canonical_json(details: list[object], tail: object) -> None:
+    """``from_rows`` codes a column of JSON containers by their canonical text (the first
+    value of a text stands for later ones), and the rows normalise to what the dicts do,
+    chunk by chunk; a scalar among them (in a later chunk) makes the column a list again."""
+    rows = [{"request_key": str(i), "details": d} for i, d in enumerate([*details, tail])]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(artifacts, "_CHUNK", 3)
+        got = artifacts.GradedRows.from_rows(iter(rows))
+    assert artifacts.normalize_graded(got) == artifacts.normalize_graded(rows)
+    col = got.column("details")
+    if tail is None or not any(isinstance(d, dict) for d in details):  # dicts, or scalars
+        assert isinstance(col, Coded)
+        texts = [None if v is None else canonical.compact(v) for v in col.values]
+        assert len(set(texts)) == len(texts)  # one value a text
+        assert [None if g["details"] is None else canonical.compact(g["details"]) for g in got] == [
+            None if r["details"] is None else canonical.compact(r["details"]) for r in rows
+        ]
+    else:
+        assert not isinstance(col, Coded)
+        assert [canonical.compact(v) for v in col] == [
+            canonical.compact(r["details"]) for r in rows
+        ]

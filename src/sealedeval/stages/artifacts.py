@@ -151,15 +151,21 @@ def _coded_values(values: list[Any]) -> Sequence[Any]:
 
 
 class _Coder:
-    """Builds one column chunk by chunk: codes while its values are codable, else a list."""
+    """Builds one column chunk by chunk: codes while its values are codable, else a list.
 
-    __slots__ = ("codes", "index", "plain", "types")
+    A column of JSON containers (dicts, lists: a suite's ``details``) is coded by each value's
+    canonical JSON, the first value of a text standing for every later one, as the graded file
+    and ``normalize_graded`` have it: a tasks suite's million ``details`` dicts were ~300 MB of
+    the grade stage (``benchmarks/scale.py --suite tasks``), one per item and grader is kept."""
+
+    __slots__ = ("codes", "index", "json", "plain", "types")
 
     def __init__(self) -> None:
         self.codes: array[int] = array("I")
         self.index: dict[Any, int] = {}
         self.types: set[type] = set()
         self.plain: list[Any] | None = None
+        self.json: list[Any] | None = None  # a JSON column's values, by code
 
     def add(self, values: list[Any]) -> None:
         if self.plain is not None:
@@ -167,7 +173,12 @@ class _Coder:
             return
         self.types |= set(map(type, values))
         types = self.types - {type(None)}
-        if types and not any(types == t for t in _CODABLE):
+        if types and types <= _JSON_CONTAINERS:
+            if self.json is None:  # only Nones before (else ``types`` would hold theirs)
+                self.json = list(self.index)
+            self._add_json(values)
+            return
+        if self.json is not None or (types and not any(types == t for t in _CODABLE)):
             self._to_plain(values)
             return
         index = self.index
@@ -184,15 +195,39 @@ class _Coder:
                 index[v] = len(index)
         self.codes.extend(map(index.__getitem__, values))
 
+    def _add_json(self, values: list[Any]) -> None:
+        index = self.index
+        kept = self.json if self.json is not None else []
+        codes = array("I")
+        try:
+            for v in values:
+                text = None if v is None else compact(v)
+                code = index.get(text)
+                if code is None:
+                    code = index[text] = len(kept)
+                    kept.append(v)
+                codes.append(code)
+        except (TypeError, ValueError):  # not JSON: the column stays a list
+            self.json = kept
+            self._to_plain(values)
+            return
+        self.json = kept
+        self.codes.extend(codes)
+
     def _to_plain(self, values: list[Any]) -> None:
-        distinct = list(self.index)
+        distinct = self.json if self.json is not None else list(self.index)
         self.plain = [distinct[c] for c in self.codes] + values
-        self.codes, self.index = array("I"), {}
+        self.codes, self.index, self.json = array("I"), {}, None
 
     def done(self) -> Sequence[Any]:
         if self.plain is not None:
             return self.plain
-        return Coded(code_array(codes_view(self.codes), len(self.index)), list(self.index))
+        values = self.json if self.json is not None else list(self.index)
+        return Coded(code_array(codes_view(self.codes), len(values)), values)
+
+
+_JSON_CONTAINERS = frozenset({dict, list})
+"""Value types a column is coded by canonical JSON for (``_Coder``)."""
 
 
 def _plain_floats(distinct: Mapping[Any, None], values: list[Any]) -> bool:
