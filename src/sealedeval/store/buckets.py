@@ -6,7 +6,8 @@ written to disk by the first bits of their key (request keys are sha256 hex: the
 even), each bucket is chosen alone by the same rule (``raw.choose_latest``), and what a reader
 needs afterwards (each bucket's chosen raw positions, its keys sorted) is kept on disk too.
 What stays in memory is a bucket's attempts (``BUCKET_ROWS``) and a count per engine and
-bucket, whatever the number of rows.
+bucket, whatever the number of rows. The files go to the system's temporary directory
+(``TMPDIR``): ~40 bytes an attempt while they are split, ~24 bytes a latest row after.
 
 The canonical order of the latest rows (engine, then key) is engine by engine, and within one
 engine bucket after bucket: a bucket is a range of keys. So a position in that order names a
