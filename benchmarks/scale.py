@@ -440,6 +440,40 @@ def child(code: str, root: Path, suite: str, timeout: float) -> dict[str, Any] |
     return doc
 
 
+STAGES = (
+    ("grade", ("grade", "{suite}")),
+    ("analyze", ("analyze", "{suite}")),
+    ("publish", ("publish", "--jobs", "1", "--allow-incomplete")),
+)
+"""The workflow's rules after the calls, each its own process as Snakemake runs them."""
+
+
+def stage(root: Path, args: tuple[str, ...], timeout: float) -> tuple[float, float] | str:
+    """``sealedeval ARGS -c scale.yaml`` in the project: (wall seconds, peak RSS in MB of the
+    process and the children it waited for: what ``/usr/bin/time`` reports), or why not."""
+    import os
+    import threading
+
+    cmd = [sys.executable, "-m", "sealedeval.cli", *args, "-c", "scale.yaml"]
+    with tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        if proc.returncode < 0:
+            return f"did not finish within {timeout:.0f} s"
+        if proc.returncode != 0:
+            err.seek(0)
+            return "failed: " + (err.read().strip().splitlines() or ["?"])[-1]
+    return wall, usage.ru_maxrss / 1024
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -458,6 +492,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=10, help="tasks: repeats per item")
     ap.add_argument("--engines", type=int, default=1, help="tasks: engines")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="then the workflow's grade, analyze and publish, each its own process: time, peak RSS",
+    )
     ap.add_argument(
         "--project",
         type=Path,
@@ -523,6 +562,13 @@ def main() -> int:
             "grading, planning and all-k pass@k table dominate; see its phases at "
             "--n 20000)"
         )
+    if a.stages:
+        for name, args in STAGES:
+            got = stage(root, tuple(x.format(suite=suite) for x in args), a.timeout)
+            if isinstance(got, str):
+                print(f"stage {name}: {got}", flush=True)
+            else:
+                print(f"stage {name}: {got[0]:.1f} s, peak RSS {got[1]:,.0f} MB", flush=True)
     if tmp is not None and not a.keep:
         import shutil
 
