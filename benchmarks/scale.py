@@ -25,6 +25,7 @@ Two measurements, each in a child process (wall time and peak RSS, ``ru_maxrss``
     python benchmarks/scale.py --rows-per-part 100000 --row-group 20000
     python benchmarks/scale.py --n 10000000 --keep     # then --project DIR: the same rows again
     python benchmarks/scale.py --suite tasks --items 100000 --repeats 10 --engines 10
+    python benchmarks/scale.py --project DIR --stages --build-max 0   # the rules as processes
 
 ``--suite tasks`` is the shape issue #28 names (items × repeats × engines of a sealed
 ``tasks`` suite, every request rendered and keyed for real, a fifth of the answers wrong);
@@ -46,8 +47,9 @@ Arrow's share of memory whatever the layout.
 Targets (issue #7, issue #11 for the whole build): under 2 minutes and under 2 GB for
 1,000,000 rows; issue #28 item 3: under 40 s and 1 GB for 1,000,000 rows (met since b005184),
 under 10 minutes and 2 GB for 10,000,000 (both met since 5ade0d6: 100.4 s, 1,545 MB at
-7f2807c; 98.4 s, 1,536 MB at d0a0c89; docs/benchmarks.md has the figures, what moved them,
-and the workflow's own grade, analyze and publish stages at 10,000,000 rows).
+7f2807c; 98.4 s, 1,536 MB at d0a0c89; 101.2 s, 1,320 MB at 35db1f9; docs/benchmarks.md has
+the figures, what moved them, and the workflow's own grade, analyze and publish stages at
+10,000,000 rows: ``--stages``).
 
 ``--distinct-answers`` gives every plain answer its own text: golden grades each distinct
 (task, answer) once, and the generated rows repeat 20,000 genuine answers, so the default run
