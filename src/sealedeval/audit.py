@@ -37,7 +37,8 @@ from sealedeval.stages.merge import audit_shards
 from sealedeval.stages.pipeline import derive
 from sealedeval.stages.sequential import suite_plan
 from sealedeval.store import ledger, segments
-from sealedeval.store.raw import latest_rows, raw_files, read_raw
+from sealedeval.store.columns import Coded
+from sealedeval.store.raw import latest_records, raw_files, read_columns, read_raw, record_column
 
 RESULT = Path("results/result.json")
 REPORT_MD = Path("results/report.md")
@@ -97,6 +98,88 @@ def _ts(iso: str) -> float:
     return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+_FACT_COLUMNS = ("suite", "sealed", "seal_commit", "rubric_sha256", "started_at")
+"""What the audit's row checks read of every attempt row (the counts read the latest rows)."""
+
+
+@dataclass
+class RowGroup:
+    """Attempt rows of one (suite, sealed, seal commit, rubric hash): how many, the earliest
+    ``started_at`` (string order, as ``min`` of the strings), and, for unsealed rows that
+    name a seal commit (imported samples), every ``started_at`` (each is held against the
+    seal's time)."""
+
+    rows: int = 0
+    first: str | None = None
+    starts: list[str] | None = None
+
+
+@dataclass
+class RowFacts:
+    """Every attempt row's facts the checks need, by group (``RowGroup``), read part by part
+    a few columns at a time: the rows as dicts were ~2.5 KB each (a million rows: 2.5 GB;
+    ten million did not fit in 24 GB)."""
+
+    groups: dict[tuple[str, bool, str, str], RowGroup]
+    n: int
+
+    @property
+    def suites(self) -> list[str]:
+        return sorted({suite for suite, _, _, _ in self.groups})
+
+    def commits(self) -> set[str]:
+        """Every seal commit a row names."""
+        return {commit for _, _, commit, _ in self.groups if commit}
+
+    def first_sealed_start(self) -> str | None:
+        firsts = [g.first for (_, sealed, _, _), g in self.groups.items() if sealed and g.first]
+        return min(firsts) if firsts else None
+
+
+def row_facts(files: Sequence[Path]) -> RowFacts:
+    """``RowFacts`` of the raw parts ``files``."""
+    import pyarrow.compute as pc
+
+    from sealedeval.store.arrow import pa
+
+    groups: dict[tuple[str, bool, str, str], RowGroup] = {}
+    n = 0
+    for f in files:
+        t = read_columns([f], _FACT_COLUMNS)
+        n += t.num_rows
+        if not t.num_rows:
+            continue
+        t = pa.table(
+            {
+                "suite": pc.fill_null(t["suite"], ""),
+                "sealed": pc.fill_null(t["sealed"], False),
+                "seal_commit": pc.fill_null(t["seal_commit"], ""),
+                "rubric_sha256": pc.fill_null(t["rubric_sha256"], ""),
+                "started_at": t["started_at"],
+            }
+        )
+        keys = ["suite", "sealed", "seal_commit", "rubric_sha256"]
+        agg = t.group_by(keys).aggregate(
+            [("started_at", "min"), ("started_at", "count", pc.CountOptions(mode="all"))]
+        )
+        for row in agg.to_pylist():
+            key = (row["suite"], bool(row["sealed"]), row["seal_commit"], row["rubric_sha256"])
+            g = groups.setdefault(key, RowGroup())
+            g.rows += row["started_at_count"]
+            first = row["started_at_min"]
+            if first is not None and (g.first is None or first < g.first):
+                g.first = first
+        imported = pc.and_(pc.invert(t["sealed"]), pc.not_equal(t["seal_commit"], ""))
+        if pc.any(imported).as_py():
+            for row in t.filter(imported).to_pylist():
+                key = (row["suite"], False, row["seal_commit"], row["rubric_sha256"])
+                got = groups[key]
+                if got.starts is None:
+                    got.starts = []
+                got.starts.append(row["started_at"])
+    return RowFacts(groups, n)
+
+
 class Auditor:
     def __init__(
         self,
@@ -110,7 +193,7 @@ class Auditor:
         self.root = cfg.root
         self.allow_unsealed = allow_unsealed
         self.checks: list[Check] = []
-        self.rows: list[dict[str, Any]] = []
+        self.facts = RowFacts({}, 0)
         self.result: dict[str, Any] | None = None
 
     def add(self, name: str, ok: bool, detail: str, *, warn: bool = False) -> None:
@@ -146,11 +229,11 @@ class Auditor:
     # -- checks ---------------------------------------------------------------------------------
     def load(self) -> None:
         files = raw_files(self.root)
-        self.rows = read_raw(files).to_pylist()
+        self.facts = row_facts(files)
         self.add(
             "raw runs readable",
             bool(files),
-            f"{len(files)} parts, {len(self.rows)} rows"
+            f"{len(files)} parts, {self.facts.n} rows"
             if files
             else "no raw runs under results/raw",
         )
@@ -162,7 +245,7 @@ class Auditor:
                 raise UserError(f"{RESULT}: not valid JSON ({e})") from None
 
     def suites_in_rows(self) -> list[str]:
-        return sorted({r["suite"] for r in self.rows})
+        return self.facts.suites
 
     def check_lock(self) -> None:
         doc = lock.read(self.root)
@@ -200,18 +283,19 @@ class Auditor:
         problems: list[str] = []
         by_commit: dict[str, list[str]] = {}
         claimed: dict[str, set[tuple[str, str]]] = {}
-        orphans = sum(1 for r in self.rows if r["sealed"] and not r["seal_commit"])
+        groups = self.facts.groups
+        orphans = sum(g.rows for (_, sealed, c, _), g in groups.items() if sealed and not c)
         if orphans:
             problems.append(f"{orphans} rows claim to be sealed but name no seal commit")
-        for r in self.rows:
-            if r["sealed"] and r["seal_commit"]:
-                by_commit.setdefault(r["seal_commit"], []).append(r["started_at"])
-                claimed.setdefault(r["seal_commit"], set()).add((r["suite"], r["rubric_sha256"]))
+        for (suite, sealed, commit, rubric), g in groups.items():
+            if sealed and commit:
+                by_commit.setdefault(commit, []).extend([g.first] if g.first else [])
+                claimed.setdefault(commit, set()).add((suite, rubric))
         if not by_commit:
             # imported logs run before the seal are disclosed as such (and verified to predate
             # it by "rows bound to seal"); anything else unsealed fails here
-            predated = bool(self.rows) and all(
-                not r["sealed"] and r["seal_commit"] for r in self.rows
+            predated = self.facts.n > 0 and all(
+                not sealed and commit for (_, sealed, commit, _) in groups
             )
             self.add(
                 "seal precedes runs",
@@ -244,6 +328,9 @@ class Auditor:
                         problems.append(
                             f"{suite} rubric {digest[:12]} was not sealed in {commit[:12]}"
                         )
+            if not starts:
+                problems.append(f"rows bound to seal commit {commit[:12]} have no started_at")
+                continue
             first = min(starts)
             t_seal = git.commit_time(self.root, commit)
             if _ts(first) < t_seal:
@@ -288,22 +375,20 @@ class Auditor:
         unsealed = 0
         predating = Counter[str]()
         times: dict[str, float] = {}
-        for r in self.rows:
-            want = doc["suites"].get(r["suite"], {}).get("sha256")
-            commit = str(r["seal_commit"] or "")
-            if not r["sealed"] and commit and r["rubric_sha256"] == want:
-                # an imported sample the harness ran before the seal: bound to the seal it was
-                # imported under, declared not pre-registered — if it really predates it
+        for (suite, sealed, commit, rubric), g in sorted(self.facts.groups.items()):
+            want = doc["suites"].get(suite, {}).get("sha256")
+            if not sealed and commit and rubric == want:
+                # imported samples the harness ran before the seal: bound to the seal they were
+                # imported under, declared not pre-registered — if they really predate it
                 if commit not in times:
                     times[commit] = seal_time(self.root, commit)
-                if _ts(str(r["started_at"])) < times[commit]:
-                    predating[str(r["suite"])] += 1
-                    continue
-                unsealed += 1
-            elif not r["sealed"]:
-                unsealed += 1
-            elif r["rubric_sha256"] != want:
-                bad[r["suite"]] += 1
+                early = sum(1 for t in g.starts or () if _ts(str(t)) < times[commit])
+                predating[suite] += early
+                unsealed += g.rows - early
+            elif not sealed:
+                unsealed += g.rows
+            elif rubric != want:
+                bad[suite] += g.rows
         problems = [f"{n} {s} rows carry another rubric hash" for s, n in sorted(bad.items())]
         if unsealed and not self.allow_unsealed:
             problems.append(f"{unsealed} unsealed rows (run with --unsealed) mixed in")
@@ -315,7 +400,7 @@ class Auditor:
             "rows bound to seal",
             not problems,
             "; ".join(problems)
-            or f"{len(self.rows)} rows carry the lock hash"
+            or f"{self.facts.n} rows carry the lock hash"
             + (f" ({unsealed} unsealed, declared)" if unsealed else "")
             + (f"; {'; '.join(notes)}" if notes else ""),
         )
@@ -539,7 +624,7 @@ class Auditor:
         # the design in force at each call: the lock at the commit the rows are bound to. A
         # design sealed only after the calls fails; one re-sealed since is disclosed, and what
         # it promised then (an engine, a comparison) must still be in the result.
-        for commit in sorted({str(r["seal_commit"]) for r in self.rows if r["seal_commit"]}):
+        for commit in sorted(self.facts.commits()):
             text = git.show(self.root, commit, lock.LOCK_NAME)
             then = json.loads(text) if text else {}
             was = design.sealed_design(then, self.cfg.sources)
@@ -581,18 +666,15 @@ class Auditor:
         # suite's raw files at a time): an imported key is (harness, task, sample, epoch,
         # model), so the same task and model imported into two suites (two harness releases)
         # share keys across suites, and one suite's rows must not stand for the other's
-        by_suite: dict[str, list[Any]] = {}
-        for r in self.rows:
-            by_suite.setdefault(str(r["suite"]), []).append(r)
         problems = []
         for suite, s in self.result.get("suites", {}).items():
-            latest = latest_rows(by_suite.get(suite, []))
+            counts = latest_counts(raw_files(self.root, suite), suite)
             for eng, c in s["seal"]["counts"].items():
-                mine = [r for r in latest.values() if r["suite"] == suite and r["engine"] == eng]
-                st = Counter(r["status"] for r in mine)
+                st = counts.get(eng, Counter())
                 if c["ok"] + c["error"] + c["refused"] != c["requests"]:
                     problems.append(f"{suite}/{eng}: ok+error+refused != requests")
-                if (st["ok"], st["error"], len(mine)) != (c["ok"], c["error"], c["requests"]):
+                mine = (st["ok"], st["error"], st.total())
+                if mine != (c["ok"], c["error"], c["requests"]):
                     problems.append(f"{suite}/{eng}: counts differ from raw rows")
         self.add(
             "counts add up",
@@ -752,8 +834,7 @@ class Auditor:
     def check_anchors(self) -> None:
         """RFC 3161 token and/or pre-registration deposit; each must predate the first call."""
 
-        sealed_starts = [r["started_at"] for r in self.rows if r["sealed"]]
-        first = min(sealed_starts) if sealed_starts else None
+        first = self.facts.first_sealed_start()
         found: list[str] = []
         problems: list[str] = []
         unsure: list[str] = []
@@ -852,6 +933,36 @@ class Auditor:
                 "; ".join(problems[:3])
                 or f"{compared} reported metric(s) equal ours recomputed from the samples",
             )
+
+
+def latest_counts(files: Sequence[Path], suite: str) -> dict[str, Counter[str]]:
+    """Statuses of the latest row per request key of ``files`` whose suite is ``suite``, by
+    engine: read column-wise (``latest_records``), the status, engine and suite columns only
+    (a dict per attempt row was the audit's memory at a million rows)."""
+    import numpy as np
+
+    rows = latest_records(files)
+    out: dict[str, Counter[str]] = {}
+    if not len(rows):
+        return out
+    cols = [record_column(rows, c) for c in ("suite", "engine", "status")]
+    if all(isinstance(c, Coded) and isinstance(c.values, list) for c in cols):
+        coded = [c for c in cols if isinstance(c, Coded)]
+        views = [c.code_view().astype(np.int64) for c in coded]
+        widths = [len(c.values) for c in coded]
+        flat = (views[0] * widths[1] + views[1]) * widths[2] + views[2]
+        found, n = np.unique(flat, return_counts=True)
+        for code, k in zip(found.tolist(), n.tolist(), strict=True):
+            rest, st = divmod(code, widths[2])
+            su, en = divmod(rest, widths[1])
+            values = [coded[0].values[su], coded[1].values[en], coded[2].values[st]]
+            if values[0] == suite:
+                out.setdefault(str(values[1]), Counter())[str(values[2])] += k
+        return out
+    for su, en, st in zip(*cols, strict=True):
+        if su == suite:
+            out.setdefault(str(en), Counter())[str(st)] += 1
+    return out
 
 
 def render(checks: list[Check]) -> str:
