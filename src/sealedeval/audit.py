@@ -37,6 +37,7 @@ from sealedeval.stages.merge import audit_shards
 from sealedeval.stages.pipeline import derive
 from sealedeval.stages.sequential import suite_plan
 from sealedeval.store import ledger, segments
+from sealedeval.store.arrow import pa
 from sealedeval.store.columns import Coded
 from sealedeval.store.raw import latest_records, raw_files, read_columns, read_raw, record_column
 
@@ -139,8 +140,6 @@ class RowFacts:
 def row_facts(files: Sequence[Path]) -> RowFacts:
     """``RowFacts`` of the raw parts ``files``."""
     import pyarrow.compute as pc
-
-    from sealedeval.store.arrow import pa
 
     groups: dict[tuple[str, bool, str, str], RowGroup] = {}
     n = 0
