@@ -603,8 +603,7 @@ def _sampled_rows(
             if lb is not None:
                 if len(lb) <= SAMPLES_MAX:
                     return lb.rows_at(np.arange(len(lb))), artifacts.read_graded(gpath)
-                at = np.arange(SAMPLES_MAX, dtype=np.int64) * len(lb) // SAMPLES_MAX
-                raw = lb.rows_at(at)
+                raw = lb.rows_at(_spread_at(len(lb), SAMPLES_MAX))
                 keep = _spread_keys(record_column(raw, "request_key"), lb, gpath)
                 give_back_memory()
                 return raw, artifacts.read_graded(gpath, keep)
@@ -682,7 +681,7 @@ def _spread(
     import numpy as np
 
     total = len(raw)
-    at = np.arange(n, dtype=np.int64) * total // n
+    at = _spread_at(total, n)
     chosen = np.zeros(total, dtype=bool)
     chosen[at] = True
     keys = record_column(raw, "request_key")
@@ -707,6 +706,13 @@ def _spread(
             hit = (p < 0) | chosen[np.maximum(p, 0)]
             keep.append(np.flatnonzero(hit) + start)
     return at, np.concatenate(keep) if keep else np.zeros(0, dtype=np.int64)
+
+
+def _spread_at(total: int, n: int) -> Any:
+    """``n`` positions evenly spaced among ``total`` (ascending numpy int64; ``n <= total``)."""
+    import numpy as np
+
+    return np.arange(n, dtype=np.int64) * total // n
 
 
 _SPREAD_STEP = 1 << 20

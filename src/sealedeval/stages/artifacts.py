@@ -456,10 +456,11 @@ class GradedRows(Sequence[Mapping[str, Any]]):
             return self
         cols = [self.columns[self.colpos[k]] for k in keys]
         order: Sequence[int]
-        steps = _steps(cols)
+        ranks: dict[int, Any] = {}  # each column's value ranks, made once for both uses
+        steps = _steps(cols, ranks)
         if steps is not None and _in_order(steps, self._n):
             return self  # already in order (a suite that builds its table sorted)
-        ranked = _ranked_codes(cols)
+        ranked = _ranked_codes(cols, ranks)
         if ranked is not None:
             import numpy as np
 
@@ -633,21 +634,33 @@ def _value_ranks(values: Sequence[Any]) -> Any | None:
     return (ranks - 1).astype(np.int32)
 
 
-def _ranked_codes(cols: Sequence[Sequence[Any]]) -> list[tuple[Any, Any]] | None:
+def _ranked_codes(
+    cols: Sequence[Sequence[Any]], ranks: dict[int, Any] | None = None
+) -> list[tuple[Any, Any]] | None:
     """Per sort key column, each value's rank (``_value_ranks``) and the rows' codes into
     them, when every key column is ``Coded`` over strings only; else None (the general sort
     applies). ``rank[codes]`` is each row's rank: the rows sort by integers, and no string
     array of millions of rows is built."""
 
     out = []
-    for c in cols:
+    for j, c in enumerate(cols):
         if not isinstance(c, Coded):
             return None
-        rank = _value_ranks(c.values)
+        rank = _column_ranks(j, c, ranks)
         if rank is None:
             return None
         out.append((rank, c.code_view()))
     return out
+
+
+def _column_ranks(j: int, col: Coded, ranks: dict[int, Any] | None) -> Any | None:
+    """``_value_ranks`` of sort key column ``j``'s values, kept in ``ranks`` when given."""
+    if ranks is not None and j in ranks:
+        return ranks[j]
+    rank = _value_ranks(col.values)
+    if ranks is not None:
+        ranks[j] = rank
+    return rank
 
 
 _SORTED_CHUNK = 1 << 20
@@ -655,20 +668,21 @@ _SORTED_CHUNK = 1 << 20
 at a time."""
 
 
-def _steps(cols: Sequence[Sequence[Any]]) -> list[Any] | None:
+def _steps(cols: Sequence[Sequence[Any]], ranks: dict[int, Any]) -> list[Any] | None:
     """Per sort key column, a function giving, for rows ``lo..hi``, whether each row's value
     is below, equal to or above the one before (-1, 0, 1: numpy int8), when every key column is
-    ``Coded`` over strings; else None. Hex keys compare by their bytes, as big-endian words:
+    ``Coded`` over strings (ranks made kept in ``ranks``, by column); else None. Hex keys
+    compare by their bytes, as big-endian words:
     ranking ten million request keys first (a sort of all of them, ~0.4 GB) was the grade
     stage's peak, only to find golden's table in order."""
     out = []
-    for c in cols:
+    for j, c in enumerate(cols):
         if not isinstance(c, Coded):
             return None
         if isinstance(c.values, HexKeys) and c.values.packed.shape[1] % 8 == 0:
             out.append(_hex_steps(c.values, c.code_view()))
             continue
-        rank = _value_ranks(c.values)
+        rank = _column_ranks(j, c, ranks)
         if rank is None:
             return None
         out.append(_rank_steps(rank, c.code_view()))

@@ -51,13 +51,16 @@ class LatestBuckets:
     ``engines``) in bucket ``b``."""
 
     def __init__(
-        self, paths: Sequence[Path], sizes: Sequence[int], where: Path, engines: list[str]
+        self,
+        paths: Sequence[Path],
+        sizes: Sequence[int],
+        where: Path,
+        engines: list[str],
+        counts: Any,
+        width: int,
     ) -> None:
-        import numpy as np
-
         self.paths, self.sizes, self.dir, self.engines = list(paths), list(sizes), where, engines
-        self.counts = np.load(where / "counts.npy")
-        self._width = int((where / "width").read_text())
+        self.counts, self._width = counts, width
         self._keys: tuple[int, Any] | None = None
 
     def __len__(self) -> int:
@@ -244,6 +247,4 @@ def _split_and_choose(paths: Sequence[Path], where: Path, bucket_rows: int) -> L
         del t, a, words
         np.save(where / f"pos-{b}.npy", pos)
         np.save(where / f"keys-{b}.npy", keys)
-    np.save(where / "counts.npy", counts)
-    (where / "width").write_text(str(packed_width))
-    return LatestBuckets(paths, sizes, where, engines)
+    return LatestBuckets(paths, sizes, where, engines, counts, packed_width)
