@@ -71,11 +71,17 @@ class FollowupContext(RequestContext):
 
 @dataclass(frozen=True, kw_only=True)
 class GradeContext:
-    """What ``grade`` and ``iter_grade`` read: the items and the latest raw row per key."""
+    """What ``grade`` and ``iter_grade`` read: the items and the latest raw row per key.
+
+    ``shared`` is None when ``rows`` are all the latest rows. When the stage grades a chunk of
+    them at a time (a suite with ``grade_columns`` and ``grade_scan``), ``rows`` are one chunk
+    and ``shared`` what ``grade_scan`` found in all chunks: what grading a row reads of other
+    rows (a judge's reply on an answer)."""
 
     cfg: Config
     items: Sequence[Row]
     rows: Sequence[Row]
+    shared: Mapping[str, Mapping[Any, Any]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,6 +193,14 @@ class SuiteHooks(Protocol):
       suite whose graded rows keep their raw row's identity; preferred over ``iter_grade`` and
       ``grade`` when present (no dict per graded row: golden's grade stage at a million
       answers).
+    - ``grade_columns()`` and ``grade_scan(ctx: GradeContext)``, together: the suite's grading
+      may be given a chunk of the latest rows at a time (a key-prefix bucket of one engine, in
+      the canonical order; ``stages.chunked``), so the grade stage's memory does not grow with
+      the rows. ``grade_columns`` names the raw columns grading reads (others are read from
+      the parts when asked for, slowly); ``grade_scan`` returns, for one chunk, what grading
+      a row needs of other rows, as mappings by name; the stage merges every chunk's (union of
+      each mapping) and hands the result to ``grade_table`` / ``iter_grade`` /
+      ``grade`` as ``ctx.shared``.
     - ``run_after(engine)``: the engines whose runs this engine's run must follow (a judge
       grades their answers).
     - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
@@ -210,6 +224,10 @@ class SuiteHooks(Protocol):
     def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]: ...
 
     def grade_table(self, ctx: GradeContext) -> Sequence[Row]: ...
+
+    def grade_columns(self) -> Sequence[str]: ...
+
+    def grade_scan(self, ctx: GradeContext) -> Mapping[str, Mapping[Any, Any]]: ...
 
     def run_after(self, engine: str) -> list[str]: ...
 
@@ -237,6 +255,7 @@ CONTEXTS: Mapping[str, type] = {
     "iter_requests": RequestContext,
     "iter_grade": GradeContext,
     "grade_table": GradeContext,
+    "grade_scan": GradeContext,
     "scorecards": ScorecardContext,
     "regrade": RegradeContext,
 }
@@ -257,6 +276,8 @@ HOOKS: Mapping[str, tuple[str, ...]] = {
     "iter_requests": ("ctx",),
     "iter_grade": ("ctx",),
     "grade_table": ("ctx",),
+    "grade_columns": (),
+    "grade_scan": ("ctx",),
     "run_after": ("engine",),
     "config_schema": (),
     "report_sections": ("section",),

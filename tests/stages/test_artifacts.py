@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -313,3 +314,61 @@ def test_a_column_of_dicts_is_coded_by_canonical_json(details: list[object], tai
         assert [canonical.compact(v) for v in col] == [
             canonical.compact(r["details"]) for r in rows
         ]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "request_key": st.text(max_size=4),
+                "score": st.one_of(st.none(), st.floats(allow_nan=False), st.integers(0, 3)),
+                "tag": st.one_of(st.none(), st.text(max_size=3)),
+                "details": nested,
+            }
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(0, 12), max_size=4),
+    write_rows=st.integers(1, 6),
+)
+def test_graded_chunks_write_the_file_of_all_their_rows(
+    rows: list[dict[str, object]], cuts: list[int], write_rows: int, tmp_path_factory
+) -> None:
+    """``GradedChunks``: rows added a chunk at a time (a chunk may hold only Nones in a column,
+    or no row) make the file ``write_graded`` makes of all of them, byte for byte, at any row
+    group size; where two chunks' columns have kinds that cannot be one column's without
+    seeing the other's values (an int here, a float there), nothing is written."""
+    tmp = tmp_path_factory.mktemp("chunks")
+    bounds = sorted({0, len(rows), *(c for c in cuts if c <= len(rows))})
+    chunks = [rows[a:b] for a, b in itertools.pairwise(bounds)] + [[]]
+    mp = pytest.MonkeyPatch()
+    mp.setattr(artifacts, "_WRITE_ROWS", write_rows)
+    mp.setattr(artifacts, "_PIECE_ROWS", 2)
+    try:
+        expected = tmp / "whole.parquet"
+        artifacts.write_graded(expected, artifacts.GradedRows.from_rows(rows), {"stage_key": "k"})
+        (tmp / "spill").mkdir()
+        out = artifacts.GradedChunks(tmp / "spill")
+        for c in chunks:
+            out.add(artifacts.GradedRows.from_rows(c))
+        path = tmp / "chunked.parquet"
+        full = [c for c in chunks if c]
+        names = {tuple(artifacts.GradedRows.from_rows(c).names) for c in full}
+        kinds = [
+            {
+                artifacts._column_kind([r[n] for r in c])
+                for c in full
+                if any(r[n] is not None for r in c)
+            }
+            for n in ("score", "tag", "details")
+        ]
+        if out.write(path, {"stage_key": "k"}):
+            assert path.read_bytes() == expected.read_bytes()
+        else:
+            assert not path.exists()
+            assert len(names) > 1 or any(len(k) > 1 for k in kinds)
+        assert not any((tmp / "spill").iterdir())  # each chunk's file removed once copied
+    finally:
+        mp.undo()

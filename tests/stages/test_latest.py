@@ -257,6 +257,35 @@ def test_the_latest_rows_chosen_by_key_bucket_are_the_rows_chosen_in_memory(
         assert not where.exists()
 
 
+@pytest.mark.parametrize("seed", [7, 8])
+def test_cells_of_buckets_carry_their_columns_and_are_the_canonical_order(
+    tmp_path: Path, seed: int
+) -> None:
+    """``latest_buckets(columns=...)``: each engine's rows of each bucket (``cell``), taken
+    engine by engine and bucket after bucket, are ``latest_records``' rows in its order; the
+    carried columns come with them, any other column is read from the parts; an engine with
+    no row in a bucket is an empty cell."""
+    from sealedeval.store import buckets
+
+    rng = random.Random(seed)
+    pool = [_hex_key(rng, 32) for _ in range(60)]
+    files = _write(tmp_path / "runs", seed, pool)
+    expected = [dict(r) for r in latest_records(files)]
+    carried = ("request_key", "output_text", "repeat", "status")
+    for bucket_rows in (1, 7, 64, 10**6):
+        with buckets.latest_buckets(files, bucket_rows=bucket_rows, columns=carried) as lb:
+            assert lb is not None
+            got: list[dict[str, Any]] = []
+            for e in range(len(lb.engines)):
+                for b in range(lb.buckets):
+                    cell = lb.cell(e, b)
+                    assert len(cell) == lb.counts[e, b]
+                    held = cell.latest_columns.held
+                    assert held is not None and tuple(held.column_names) == carried
+                    got += [dict(r) for r in cell]
+            assert got == expected
+
+
 def test_keys_that_are_not_hex_are_left_to_the_choice_in_memory(tmp_path: Path) -> None:
     from sealedeval.store import buckets
 

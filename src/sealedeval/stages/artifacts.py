@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import pyarrow.parquet as pq
 
@@ -760,10 +760,14 @@ def graded_table(graded: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 
 def _metadata(rows: GradedRows, kinds: Sequence[str]) -> dict[bytes, bytes]:
-    json_cols = [c for c, k in zip(rows.names, kinds, strict=True) if k == "json"]
+    return _names_metadata(rows.names, kinds)
+
+
+def _names_metadata(names: Sequence[str], kinds: Sequence[str]) -> dict[bytes, bytes]:
+    json_cols = [c for c, k in zip(names, kinds, strict=True) if k == "json"]
     return {
         _JSON_COLUMNS: compact(json_cols).encode(),
-        _COLUMN_ORDER: compact(rows.names).encode(),
+        _COLUMN_ORDER: compact(list(names)).encode(),
     }
 
 
@@ -1002,6 +1006,140 @@ def write_graded(
 
 _WRITE_ROWS = 1 << 20
 """Graded rows per row group written (Arrow's default row group)."""
+
+
+class _Chunk(NamedTuple):
+    path: Path
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    empty: tuple[bool, ...]  # per column: every value None (its kind says nothing)
+
+
+class GradedChunks:
+    """The graded file written from chunks of graded rows that come in the file's order (a
+    key-prefix bucket of one engine after another: ``stages.chunked``), none held after it
+    is added: the same file as ``write_graded`` of all the rows at once.
+
+    A column's kind (string, int, float, bool, JSON) is the whole column's, known only once
+    every chunk is in, so each chunk waits in ``where`` (a zstd Parquet file) with its own;
+    a column of Nones in a chunk takes any kind. ``write`` then copies the chunks into the
+    file a row group of ``_WRITE_ROWS`` at a time. Chunks whose kinds disagree otherwise (an
+    int in one, a float in another: the whole column is JSON text) cannot be copied;
+    ``write`` says so and the caller grades the rows whole."""
+
+    def __init__(self, where: Path) -> None:
+        self.dir = where
+        self.chunks: list[_Chunk] = []
+        self.rows = 0
+
+    def add(self, graded: Sequence[Mapping[str, Any]]) -> None:
+        rows = _as_graded(graded)
+        if not len(rows):
+            return
+        kinds = [_kind_of(c) for c in rows.columns]
+        path = self.dir / f"graded-{len(self.chunks)}.parquet"
+        nulls = [0] * len(kinds)
+        writer = None
+        try:
+            for start in range(0, len(rows), _PIECE_ROWS):
+                piece = _table_rows(rows, kinds, start, min(len(rows), start + _PIECE_ROWS))
+                if writer is None:
+                    writer = pq.ParquetWriter(path, piece.schema, compression="zstd")
+                writer.write_table(piece)
+                nulls = [k + c.null_count for k, c in zip(nulls, piece.columns, strict=True)]
+                del piece
+        finally:
+            if writer is not None:
+                writer.close()
+        empty = tuple(k == len(rows) for k in nulls)
+        self.chunks.append(_Chunk(path, tuple(rows.names), tuple(kinds), empty))
+        self.rows += len(rows)
+
+    def kinds(self) -> tuple[tuple[str, ...], list[str]] | None:
+        """The file's column names and kinds, or None when the chunks disagree."""
+        full = self.chunks
+        if not full or any(c.names != full[0].names for c in full):
+            return None
+        names = full[0].names
+        kinds = []
+        for j in range(len(names)):
+            seen = {c.kinds[j] for c in full if not c.empty[j]}
+            if len(seen) > 1:
+                return None
+            kinds.append(seen.pop() if seen else "string")
+        return names, kinds
+
+    def write(self, path: Path, meta: Mapping[str, str] | None = None) -> bool:
+        """The graded file at ``path`` (atomically); False, nothing written, when the chunks'
+        columns disagree (``kinds``) or there are no rows. The chunks' files are gone after."""
+        try:
+            found = self.kinds()
+            if found is None or not self.rows:
+                return False
+            names, kinds = found
+            md = _names_metadata(names, kinds)
+            md.update({f"sealedeval.{k}".encode(): v.encode() for k, v in (meta or {}).items()})
+            arrow = [_ARROW["string" if k == "json" else k] for k in kinds]
+            schema = pa.schema(list(zip(names, arrow, strict=True))).with_metadata(md)
+            groups = self._groups()
+            with atomic_path(path) as tmp:
+                if len(groups) == 1:
+                    pq.write_table(self._group(groups[0], schema), tmp, compression="zstd")
+                else:
+                    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+                        for group in groups:
+                            writer.write_table(self._group(group, schema))
+                            pa.default_memory_pool().release_unused()
+            return True
+        finally:
+            for c in self.chunks:
+                c.path.unlink(missing_ok=True)
+
+    def _groups(self) -> list[list[tuple[int, int, int, int]]]:
+        """The file's row groups (``_WRITE_ROWS`` rows, as ``write_graded`` cuts them), each
+        as the stretches of the chunks' pieces it takes: (chunk, piece, start, stop)."""
+        groups: list[list[tuple[int, int, int, int]]] = [[]]
+        room = _WRITE_ROWS
+        for k, c in enumerate(self.chunks):
+            md = pq.ParquetFile(c.path).metadata
+            for i in range(md.num_row_groups):
+                at, n = 0, md.row_group(i).num_rows
+                while at < n:
+                    if not room:
+                        groups.append([])
+                        room = _WRITE_ROWS
+                    take = min(room, n - at)
+                    groups[-1].append((k, i, at, at + take))
+                    at += take
+                    room -= take
+        return groups
+
+    def _group(self, stretches: list[tuple[int, int, int, int]], schema: pa.Schema) -> pa.Table:
+        """One row group of the file, built a column at a time (one Arrow chunk a column:
+        Parquet's writer decides where a column leaves dictionary encoding at the ends of the
+        chunks it is given, so only one chunk writes the bytes ``write_graded`` writes); a
+        column of Nones in a chunk typed as the file's column."""
+        files: dict[int, pq.ParquetFile] = {}
+        arrays = []
+        for field in schema:
+            parts = []
+            for k, i, a, b in stretches:
+                pf = files.get(k)
+                if pf is None:
+                    pf = files[k] = pq.ParquetFile(self.chunks[k].path)
+                col = pf.read_row_group(i, columns=[field.name]).column(0).slice(a, b - a)
+                if col.type == field.type:
+                    parts.extend(col.chunks)
+                else:
+                    parts.append(pa.nulls(b - a, field.type))
+            arrays.append(pa.chunked_array(parts, type=field.type).combine_chunks())
+            del parts
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+
+_PIECE_ROWS = 1 << 16
+"""Rows per row group of a chunk waiting to be copied (``GradedChunks``): what is read at a
+time, beyond the row group being written."""
 
 
 def read_graded_meta(path: Path) -> dict[str, str]:

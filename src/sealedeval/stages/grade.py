@@ -259,13 +259,16 @@ def grade(
     suite: Suite,
     items: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
+    shared: Mapping[str, Mapping[Any, Any]] | None = None,
 ) -> GradedRows:
     """Graded rows in a canonical order (engine, request key, grader).
 
     The suite may return a list or yield its rows one at a time; they are taken into columns
-    as they come (``GradedRows``), so a million raw rows never exist as millions of dicts."""
+    as they come (``GradedRows``), so a million raw rows never exist as millions of dicts.
+    ``shared``: ``rows`` are a chunk of the latest rows, and this what the suite's
+    ``grade_scan`` found in all of them (``GradeContext``)."""
     version = str(suite_info(suite.name, cfg)["version"])
-    ctx = GradeContext(cfg=cfg, items=items, rows=rows)
+    ctx = GradeContext(cfg=cfg, items=items, rows=rows, shared=shared)
     table = hook(suite, "grade_table")
     if table is not None:
         built = table(ctx)

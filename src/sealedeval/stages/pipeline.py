@@ -29,7 +29,7 @@ from sealedeval.plugins import (
 )
 from sealedeval.run.gcpolicy import keep_alive, quiet_gc
 from sealedeval.seal.design import sealed_suite_design
-from sealedeval.stages import artifacts
+from sealedeval.stages import artifacts, chunked
 from sealedeval.stages.analyze import analyze
 from sealedeval.stages.grade import grade
 from sealedeval.store.columns import Coded
@@ -271,6 +271,9 @@ def fresh_graded(cfg: Config, name: str, key: str) -> artifacts.GradedRows | Non
 
 def grade_suite(cfg: Config, name: str) -> tuple[artifacts.GradedRows, Path]:
     """The grade stage on the stored raw runs, its file written (``sealedeval grade``)."""
+    chunked = _grade_by_chunk(cfg, name, stage_key(cfg, name))
+    if chunked is not None:
+        return chunked, artifacts.graded_path(cfg.root, name)
     with quiet_gc():  # the rows are long-lived: frozen once loaded
         rows = latest(cfg, name)
         items = load_items(cfg, name, rows_rubric(rows))
@@ -279,17 +282,38 @@ def grade_suite(cfg: Config, name: str) -> tuple[artifacts.GradedRows, Path]:
     return graded, write_graded(cfg, name, graded, stage_key(cfg, name))
 
 
+def _grade_by_chunk(cfg: Config, name: str, key: str) -> artifacts.GradedRows | None:
+    """The graded file written a chunk of the latest rows at a time (``stages.chunked``) when
+    the suite can be graded so and has more rows than a chunk, then its rows as read back
+    (columns read when asked for); None when it is graded whole."""
+    suite = get_suite(name, cfg)
+    files = raw_files(cfg.root, name)
+    if not chunked.worth_chunking(suite, files):
+        return None
+    path = artifacts.graded_path(cfg.root, name)
+
+    def items_for(hashes: set[str]) -> Sequence[Mapping[str, Any]]:
+        return load_items(cfg, name, hash_label(hashes).removeprefix("mixed:"))
+
+    if chunked.grade_by_chunk(cfg, suite, files, items_for, path, {"stage_key": key}) is None:
+        return None
+    return artifacts.read_graded(path)
+
+
 def build_analysis(
     cfg: Config, name: str, key: str, graded: artifacts.GradedRows | None = None
 ) -> tuple[artifacts.GradedRows, bool, dict[str, Any]]:
     """(graded rows, whether they were graded now, the analysis document) from the stored raw
     runs: ``graded`` when given (a fresh graded file), else the grade stage first, its file
-    written. The analysis file is the caller's to write."""
+    written (by chunk when it can be: ``_grade_by_chunk``). The analysis file is the caller's
+    to write."""
+    made = graded is None
+    if graded is None:
+        graded = _grade_by_chunk(cfg, name, key)
     with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
         rows = latest(cfg, name)
         items = load_items(cfg, name, rows_rubric(rows))
         keep_alive()
-        made = graded is None
         if graded is None:
             graded = graded_rows(cfg, name, items, rows)
             write_graded(cfg, name, graded, key)

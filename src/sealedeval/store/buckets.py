@@ -32,8 +32,10 @@ from sealedeval.store.raw import (
     engine_ranks,
     hex_part,
     part_rows,
+    read_columns,
     rows_at,
 )
+from sealedeval.store.schema import RAW_SCHEMA
 
 BUCKET_ROWS = 1 << 20
 """Attempts per bucket, about (a power of two of buckets): ~40 B each while it is chosen."""
@@ -48,7 +50,8 @@ class LatestBuckets:
     """The latest rows of ``paths``, chosen a bucket at a time, their choice kept in ``dir``.
 
     ``counts[e, b]``: latest rows of the engine of rank ``e`` (engine names in string order,
-    ``engines``) in bucket ``b``."""
+    ``engines``) in bucket ``b``; ``columns``: the raw columns carried with each bucket's rows
+    (``cell``)."""
 
     def __init__(
         self,
@@ -58,9 +61,10 @@ class LatestBuckets:
         engines: list[str],
         counts: Any,
         width: int,
+        columns: Sequence[str] = (),
     ) -> None:
         self.paths, self.sizes, self.dir, self.engines = list(paths), list(sizes), where, engines
-        self.counts, self._width = counts, width
+        self.counts, self._width, self.columns = counts, width, tuple(columns)
         self._keys: tuple[int, Any] | None = None
 
     def __len__(self) -> int:
@@ -76,6 +80,25 @@ class LatestBuckets:
         import numpy as np
 
         return np.load(self.dir / f"pos-{b}.npy")
+
+    def cell(self, e: int, b: int) -> LatestRows:
+        """The latest rows of engine ``e`` (its rank) in bucket ``b``, in key order: a stretch
+        of the canonical order (engine by engine, bucket after bucket). The carried
+        ``columns`` come from the bucket's spill file, read once here; any other column is
+        read from the parts when asked for."""
+        import numpy as np
+
+        lo = int(self.counts[:e, b].sum())
+        take = self.chosen(b)[lo : lo + int(self.counts[e, b])]
+        held = None
+        if self.columns:
+            path = self.dir / f"rows-{b}-{e}.arrow"
+            if path.exists():
+                with pa.OSFile(str(path)) as src:
+                    held = pa.ipc.open_file(src).read_all()
+            else:  # the engine has no row in this bucket
+                held = pa.table({c: pa.array([], RAW_SCHEMA.field(c).type) for c in self.columns})
+        return rows_at(self.paths, self.sizes, np.asarray(take, dtype=np.int64), held)
 
     def rows_at(self, at: Any) -> LatestRows:
         """The latest rows at positions ``at`` (ascending) of the canonical order, in that
@@ -156,19 +179,32 @@ def _bucket_count(total: int, bucket_rows: int) -> int:
 
 @contextmanager
 def latest_buckets(
-    paths: Sequence[Path], *, bucket_rows: int | None = None
+    paths: Sequence[Path], *, bucket_rows: int | None = None, columns: Sequence[str] = ()
 ) -> Iterator[LatestBuckets | None]:
     """The latest rows of ``paths`` chosen by bucket (``LatestBuckets``), their files in a
     temporary directory removed on exit; None when a key is not hex of a whole number of
-    words, or of two widths, or an engine is null (``latest_records`` chooses those)."""
+    words, or of two widths, or an engine is null (``latest_records`` chooses those).
+
+    ``columns`` (raw column names) travel with every attempt through the split, so a bucket's
+    rows arrive with them (``cell``) and the parts are read once whatever the number of
+    buckets: a bucket's rows are spread over every part, and reading a part's row groups for
+    each bucket would read every part once a bucket. They cost disk (zstd) while the buckets
+    exist, not memory."""
     where = Path(tempfile.mkdtemp(prefix="sealedeval-latest-"))
+    rows = BUCKET_ROWS if bucket_rows is None else bucket_rows
     try:
-        yield _split_and_choose(paths, where, BUCKET_ROWS if bucket_rows is None else bucket_rows)
+        yield _split_and_choose(paths, where, rows, tuple(columns))
     finally:
         shutil.rmtree(where, ignore_errors=True)
 
 
-def _split_and_choose(paths: Sequence[Path], where: Path, bucket_rows: int) -> LatestBuckets | None:
+_SPILL = pa.ipc.IpcWriteOptions(compression="zstd")
+"""Spill files are compressed: carried columns (answers) would be ~100 B an attempt."""
+
+
+def _split_and_choose(
+    paths: Sequence[Path], where: Path, bucket_rows: int, columns: tuple[str, ...] = ()
+) -> LatestBuckets | None:
     import numpy as np
 
     sizes = [part_rows(p) for p in paths]
@@ -193,6 +229,7 @@ def _split_and_choose(paths: Sequence[Path], where: Path, bucket_rows: int) -> L
             bucket = _bucket_of(h.words[:, 0], buckets)
             order = np.argsort(bucket, kind="stable")  # read order kept within a bucket
             cut = np.searchsorted(bucket[order], np.arange(buckets + 1))
+            carried = read_columns([p], columns) if columns else None
             batch = pa.table(
                 {
                     **{f"w{j}": h.words[:, j] for j in range(width)},
@@ -200,13 +237,16 @@ def _split_and_choose(paths: Sequence[Path], where: Path, bucket_rows: int) -> L
                     "engine": h.engine,
                     "pos": np.arange(start, start + size, dtype=np.int64),
                     "fin": fin,
+                    **({f"c:{c}": carried.column(c) for c in columns} if carried else {}),
                 }
             )
+            del carried
             for b in np.flatnonzero(np.diff(cut)).tolist():
                 rows = batch.take(pa.array(order[cut[b] : cut[b + 1]]))
                 w = writers.get(b)
                 if w is None:
-                    w = writers[b] = pa.ipc.new_stream(str(where / f"spill-{b}.arrow"), rows.schema)
+                    to = str(where / f"spill-{b}.arrow")
+                    w = writers[b] = pa.ipc.new_stream(to, rows.schema, options=_SPILL)
                 w.write_table(rows)
             start += size
     finally:
@@ -244,7 +284,26 @@ def _split_and_choose(paths: Sequence[Path], where: Path, bucket_rows: int) -> L
         keys = words.astype(">u8").view(np.uint8).reshape(len(first), packed_width)
         void = np.dtype((np.void, packed_width))
         keys = keys[np.argsort(keys.view(void).ravel(), kind="stable")]
+        if columns:
+            _write_cells(where, b, t, first, counts[:, b], columns)
         del t, a, words
         np.save(where / f"pos-{b}.npy", pos)
         np.save(where / f"keys-{b}.npy", keys)
-    return LatestBuckets(paths, sizes, where, engines, counts, packed_width)
+    return LatestBuckets(paths, sizes, where, engines, counts, packed_width, columns)
+
+
+def _write_cells(
+    where: Path, b: int, t: pa.Table, first: Any, counts: Any, columns: tuple[str, ...]
+) -> None:
+    """Bucket ``b``'s chosen rows' carried columns, a file per engine (``rows-B-E.arrow``):
+    ``first`` is in canonical order, so an engine's rows are a stretch of it."""
+    import numpy as np
+
+    chosen = t.select([f"c:{c}" for c in columns]).rename_columns(list(columns))
+    ends = np.cumsum(counts)
+    for e, n in enumerate(counts.tolist()):
+        if not n:
+            continue
+        rows = chosen.take(pa.array(first[ends[e] - n : ends[e]]))
+        with pa.ipc.new_file(str(where / f"rows-{b}-{e}.arrow"), rows.schema, options=_SPILL) as w:
+            w.write_table(rows)

@@ -401,6 +401,8 @@ class _LatestColumns:
         self._paths = list(paths)
         self._n = len(take)
         self.loaded: dict[str, Sequence[Any]] = {}
+        self.eager = self._n <= _EAGER_ROWS
+        self.held: pa.Table | None = None  # columns already read (``rows_at``)
         # per part: the output slots its chosen rows fill, their rows within the part and the
         # part's table when it was read whole (else it is read again, by column, on demand)
         self._parts: list[tuple[Path, Any, Any, pa.Table | None]] = []
@@ -424,6 +426,10 @@ class _LatestColumns:
         out._n = len(at)
         out.loaded = {}
         out._parts = []
+        if self.held is not None:
+            out.held = self.held.take(pa.array(np.asarray(at, dtype=np.int64)))
+        else:
+            out.eager = out._n <= _EAGER_ROWS
         for p, where, local, held in self._parts:
             slot = np.searchsorted(at, where)
             hit = at[np.minimum(slot, max(len(at) - 1, 0))] == where if len(at) else slot < 0
@@ -435,12 +441,13 @@ class _LatestColumns:
     def column(self, i: int) -> Sequence[Any]:
         name = _COLUMNS[i]
         col = self.loaded.get(name)
+        if col is None and self.held is not None and name in self.held.column_names:
+            col = self.loaded[name] = gathered(name, self.held.column(name))
         if col is None:
             # a few rows in many parts (a small project's runs): every column in one read
             # per part, as a file open and a read per part and column cost more than the
             # values (1.7 s of 3 s of `sealedeval analyze golden` on 130 parts of 946 rows)
-            eager = self._n <= _EAGER_ROWS
-            self.loaded.update(self._load(list(_COLUMNS) if eager else [name]))
+            self.loaded.update(self._load(list(_COLUMNS) if self.eager else [name]))
             col = self.loaded[name]
         return col
 
@@ -706,11 +713,36 @@ def choice_columns(p: Path) -> pa.Table:
         raise _corrupt(p, e) from e
 
 
-def rows_at(paths: Sequence[Path], sizes: Sequence[int], take: Any) -> LatestRows:
+def rows_at(
+    paths: Sequence[Path], sizes: Sequence[int], take: Any, held: pa.Table | None = None
+) -> LatestRows:
     """The rows at positions ``take`` (numpy integers) among all rows of ``paths`` (parts of
     ``sizes`` rows, concatenated in order), in that order, as latest rows: none of their
-    columns read until asked for (``LatestRows``)."""
-    return LatestRows(_LatestColumns(paths, sizes, take), len(take))
+    columns read until asked for (``LatestRows``).
+
+    ``held``: some of their columns already read (a row each, in ``take``'s order; a bucket's
+    columns carried through its spill file, ``store.buckets``), each turned into its compact
+    form when first asked for; the others are read from the parts one column at a time
+    (never every column at once: the rows may be a few of many parts' rows)."""
+    cols = _LatestColumns(paths, sizes, take)
+    if held is not None:
+        if held.num_rows != len(take):
+            raise ValueError("held columns must have a row per position taken")
+        cols.eager, cols.held = False, held
+    return LatestRows(cols, len(take))
+
+
+def gathered(name: str, col: pa.ChunkedArray) -> Sequence[Any]:
+    """Raw column ``name`` (a value per row) in the compact form latest rows hold it in
+    (``_Gather``): the same values as reading it from the parts."""
+    import numpy as np
+
+    arr = col.combine_chunks()
+    if name in _SHARED and pa.types.is_string(arr.type):
+        arr = arr.dictionary_encode()  # one Python object per distinct value, as a part read
+    g = _Gather(name, len(arr))
+    g.add(np.arange(len(arr)), pa.chunked_array([arr], type=arr.type))
+    return g.done()
 
 
 def _open_part(p: Path) -> pq.ParquetFile:

@@ -163,28 +163,27 @@ class GoldenSuite:
         tasks, swap, verdicts = self._grade_inputs(ctx)
         return rubric.table(tasks, ctx.rows, swap_tasks=swap, verdicts=verdicts)
 
+    def grade_columns(self) -> tuple[str, ...]:
+        """The raw columns golden's grading reads (``rubric.table`` and ``_verdicts``)."""
+        return GRADE_COLUMNS
+
+    def grade_scan(self, ctx: GradeContext) -> dict[str, Mapping[Any, Any]]:
+        """What grading an answer reads of other rows: the judge's replies on it."""
+        return {"verdicts": _verdicts(ctx.rows)}
+
     def _grade_inputs(
         self, ctx: GradeContext
     ) -> tuple[
-        dict[str, Any], dict[str, dict[str, Any]] | None, dict[tuple[str, str, str, int], str]
+        dict[str, Any], dict[str, dict[str, Any]] | None, Mapping[tuple[str, str, str, int], str]
     ]:
         """The tasks by id, the attribute-swap variants' tasks (when swap rows are present)
-        and the judge's replies on answers, by (engine, answer condition, item, repeat)."""
+        and the judge's replies on answers, by (engine, answer condition, item, repeat): from
+        every row (``ctx.shared``, when the rows are one chunk), as a judge row may be in
+        another chunk than the answer it judged."""
         cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
-        conds = record_column(rows, "condition")
-        judged = [i for i, c in enumerate(conds) if c.startswith("judge/transcript/")]
-        verdicts = {
-            (
-                r["engine"],
-                r["condition"].removeprefix("judge/transcript/"),
-                r["item_id"],
-                int(r["repeat"]),
-            ): r["output_text"] or ""
-            for r in (rows[i] for i in judged)
-            if r["status"] == "ok"
-        }
+        verdicts = _verdicts(rows) if ctx.shared is None else ctx.shared.get("verdicts", {})
         swap = None
-        if any(c.startswith("probe/swap/") for c in conds):
+        if any(c.startswith("probe/swap/") for c in record_column(rows, "condition")):
             sw = load_attribute_swap(cfg.root, load_files(cfg.root))
             swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
         return {i["id"]: i for i in items}, swap, verdicts
@@ -378,6 +377,27 @@ class GoldenSuite:
             "intervals": plan.INTERVALS,
             "providers": load_retention(cfg.root),
         }
+
+
+GRADE_COLUMNS = ("request_key", "engine", "item_id", "condition", "repeat", "status", "output_text")
+"""The raw columns golden's grading reads: a graded row's identity, the answer."""
+
+
+def _verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str, int], str]:
+    """The judge's replies on answers among ``rows`` (its ok ``judge/transcript/...`` rows),
+    by (engine, answer condition, item, repeat)."""
+    conds = record_column(rows, "condition")
+    judged = [i for i, c in enumerate(conds) if c.startswith("judge/transcript/")]
+    return {
+        (
+            r["engine"],
+            r["condition"].removeprefix("judge/transcript/"),
+            r["item_id"],
+            int(r["repeat"]),
+        ): r["output_text"] or ""
+        for r in (rows[i] for i in judged)
+        if r["status"] == "ok"
+    }
 
 
 def _at(by_raw: Sequence[str], view: RowsAt[Mapping[str, Any]]) -> Sequence[str]:
