@@ -85,10 +85,49 @@ class GradeContext:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RowChunk:
+    """A stretch of one engine's latest rows, in the canonical order (engine, then key), with
+    each row's category off its graded rows (``"error"`` where it has none)."""
+
+    rows: Sequence[Row]
+    categories: Sequence[str]
+    where: Sequence[int]
+    """Each row's handle, for ``RowChunks.rows_at``."""
+    graded_where: Callable[[Sequence[int]], list[int]]
+    """The handles (``RowChunks.graded_at``) of the graded rows of the rows at these indices
+    of ``rows``, in graded order."""
+
+
+class RowChunks(Protocol):
+    """The latest rows and their graded rows, an engine's rows a stretch at a time
+    (``stages.chunked``): what an analysis reads when the rows are too many to hold."""
+
+    engines: Sequence[str]
+    """The engines with rows, in string order."""
+
+    def chunks(self, engine: str) -> Iterator[RowChunk]:
+        """The engine's rows, stretch after stretch, in the canonical order."""
+        ...
+
+    def rows_at(self, where: Sequence[int]) -> Sequence[Row]:
+        """The rows of these handles, in that order (a few: they are read again)."""
+        ...
+
+    def graded_at(self, where: Sequence[int]) -> Sequence[Row]:
+        """The graded rows of these handles (ascending), in that order."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class AnalyzeContext(GradeContext):
-    """What ``analyze`` reads: a grade context plus the graded rows."""
+    """What ``analyze`` reads: a grade context plus the graded rows.
+
+    ``chunks`` is None when ``rows`` and ``graded`` are all the rows. Set (a suite with
+    ``analyze_columns``, past a chunk's rows), ``rows`` and ``graded`` are empty and the rows
+    are read through it."""
 
     graded: Sequence[Row]
+    chunks: RowChunks | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +240,9 @@ class SuiteHooks(Protocol):
       a row needs of other rows, as mappings by name; the stage merges every chunk's (union of
       each mapping) and hands the result to ``grade_table`` / ``iter_grade`` /
       ``grade`` as ``ctx.shared``.
+    - ``analyze_columns()``: the suite's ``analyze`` can read the rows a stretch at a time
+      (``AnalyzeContext.chunks``), and these are the raw columns it reads of every row
+      (carried with each stretch; others are read from the parts when asked for).
     - ``run_after(engine)``: the engines whose runs this engine's run must follow (a judge
       grades their answers).
     - ``config_schema()``: JSON Schema of ``suites.<name>`` (defaults are applied from it).
@@ -228,6 +270,8 @@ class SuiteHooks(Protocol):
     def grade_columns(self) -> Sequence[str]: ...
 
     def grade_scan(self, ctx: GradeContext) -> Mapping[str, Mapping[Any, Any]]: ...
+
+    def analyze_columns(self) -> Sequence[str]: ...
 
     def run_after(self, engine: str) -> list[str]: ...
 
@@ -278,6 +322,7 @@ HOOKS: Mapping[str, tuple[str, ...]] = {
     "grade_table": ("ctx",),
     "grade_columns": (),
     "grade_scan": ("ctx",),
+    "analyze_columns": (),
     "run_after": ("engine",),
     "config_schema": (),
     "report_sections": ("section",),

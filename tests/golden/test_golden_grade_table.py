@@ -299,3 +299,60 @@ def test_a_judge_reply_in_another_chunk_still_grades_its_answer(
     monkeypatch.setattr(type(suite), "grade_scan", lambda self, ctx: {"verdicts": {}})
     assert chunked.grade_by_chunk(cfg, suite, files, lambda h: items, path, {}, bucket_rows=1)
     assert graders(path) < judged
+
+
+@pytest.mark.parametrize("bucket_rows", [1, 8, 64], ids=["256-buckets", "64", "8"])
+def test_the_analysis_by_chunk_is_the_analysis_of_all_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket_rows: int
+) -> None:
+    """Golden's analysis reading each engine's rows a key-prefix bucket at a time, with each
+    bucket's stretch of the graded file (``stages.chunked.row_chunks``), is the analysis of
+    every row at once: the same document, byte for byte (repeats, agent runs, top transcripts,
+    probes, judge columns, the main answers' tables)."""
+    from sealedeval.stages import chunked
+
+    monkeypatch.setattr(artifacts, "_WRITE_ROWS", 50)
+    cfg = _config(tmp_path)
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
+    latest = _latest(tmp_path / "store", plain)
+    files = raw_files(tmp_path / "store", "golden")
+    graded = artifacts.normalize_graded(grade(cfg, suite, items, latest))
+    path = tmp_path / "graded.parquet"
+    artifacts.write_graded(path, graded)
+    whole = dumps(suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=latest)))
+    with chunked.row_chunks(suite, files, path, bucket_rows=bucket_rows) as found:
+        assert found is not None
+        src, hashes = found
+        assert hashes == {str(r["rubric_sha256"]) for r in plain}
+        n_chunks = sum(1 for e in src.engines for _ in src.chunks(e))
+        assert n_chunks > len(src.engines)  # several stretches per engine
+        ctx = AnalyzeContext(cfg=cfg, items=items, graded=(), rows=(), chunks=src)
+        assert dumps(suite.analyze(ctx)) == whole
+
+
+def test_a_graded_file_out_of_the_rows_order_is_analysed_whole(tmp_path: Path) -> None:
+    """A graded file whose rows are not in the latest rows' order (or name an engine with no
+    latest row) cannot be cut by cell: ``row_chunks`` says so and the stage reads rows whole."""
+    from sealedeval.stages import chunked
+
+    cfg = _config(tmp_path)
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
+    latest = _latest(tmp_path / "store", plain)
+    files = raw_files(tmp_path / "store", "golden")
+    graded = artifacts.normalize_graded(grade(cfg, suite, items, latest))
+    path = tmp_path / "graded.parquet"
+    backwards = [dict(g) for g in graded][::-1]
+    artifacts.write_graded(path, backwards)
+    with chunked.row_chunks(suite, files, path, bucket_rows=8) as found:
+        assert found is None
+    stranger = [dict(g) | {"engine": "nobody"} if i == 0 else dict(g) for i, g in enumerate(graded)]
+    artifacts.write_graded(path, stranger)
+    with chunked.row_chunks(suite, files, path, bucket_rows=8) as found:
+        assert found is None
+    artifacts.write_graded(path, graded)
+    with chunked.row_chunks(suite, files, path, bucket_rows=8) as found:
+        assert found is not None

@@ -520,7 +520,9 @@ def test_samples_chosen_by_key_bucket_are_the_samples_chosen_in_memory(
     seen: list[int] = []
     split = buckets._split_and_choose
     monkeypatch.setattr(
-        buckets, "_split_and_choose", lambda p, w, n, c=(): seen.append(n) or split(p, w, n, c)
+        buckets,
+        "_split_and_choose",
+        lambda p, w, n, c=(), d=(): seen.append(n) or split(p, w, n, c, d),
     )
     monkeypatch.setattr(buckets, "BUCKET_ROWS", 10**9)
     raw_mem, graded_mem = rh._sampled_rows(tmp_path, "s")

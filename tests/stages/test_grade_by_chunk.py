@@ -1,6 +1,7 @@
-"""The grade stage by chunk (``stages.chunked``) on a real project's runs: the workflow's job
-(``sealedeval analyze --grade``: ``pipeline.build_analysis``) and ``sealedeval grade`` write the
-graded file and analysis that grading every row at once writes."""
+"""The grade and analyze stages by chunk (``stages.chunked``) on a real project's runs: the
+workflow's job (``sealedeval analyze --grade``: ``pipeline.build_analysis``) and ``sealedeval
+grade`` write the graded file and analysis document (seal and completeness, the suite's
+analysis, engine identities) that reading every row at once writes."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ def test_the_workflow_job_graded_by_chunk_writes_what_grading_whole_writes(
         return n
 
     monkeypatch.setattr(chunked, "grade_by_chunk", counted)
+    docs: list[bool] = []
+    real_doc = pipeline._analysis_by_chunk
+
+    def counted_doc(*args: object) -> object:
+        doc = real_doc(*args)  # type: ignore[arg-type]
+        docs.append(doc is not None)
+        return doc
+
+    monkeypatch.setattr(pipeline, "_analysis_by_chunk", counted_doc)
     outputs = {}
     for rows in (10**9, 4):  # whole (fewer attempts than a chunk), then buckets of ~4 attempts
         monkeypatch.setattr(chunked, "CHUNK_ROWS", rows)
@@ -45,4 +55,5 @@ def test_the_workflow_job_graded_by_chunk_writes_what_grading_whole_writes(
         assert path.read_bytes() == outputs[rows][0]
     assert spent and all(n > 0 for n in spent)  # graded by chunk, twice, and only at 4 rows
     assert len(spent) == 2
+    assert docs == [True]  # analysed by chunk (from the file graded by chunk) at 4 rows only
     assert outputs[4] == outputs[10**9]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sealedeval.config import Config
-from sealedeval.plugins import AnalyzeContext, Suite
+from sealedeval.plugins import AnalyzeContext, RowChunks, Suite
 from sealedeval.stats.metrics import sort_metrics, validate_metrics
 
 
@@ -20,8 +20,12 @@ def analyze(
     items: Sequence[Mapping[str, Any]],
     graded: Sequence[Mapping[str, Any]],
     rows: Sequence[Mapping[str, Any]],
+    chunks: RowChunks | None = None,
 ) -> dict[str, Any]:
-    analysis = dict(suite.analyze(AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows)))
+    """The suite's analysis, its metrics checked and sorted. ``chunks``: the rows read a
+    stretch at a time (``rows`` and ``graded`` empty; ``AnalyzeContext``)."""
+    ctx = AnalyzeContext(cfg=cfg, items=items, graded=graded, rows=rows, chunks=chunks)
+    analysis = dict(suite.analyze(ctx))
     metrics = validate_metrics(analysis.get("metrics"), f"suite {suite.name}")
     analysis["metrics"] = sort_metrics(metrics)
     return analysis

@@ -8,7 +8,7 @@ reads a clock.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from sealedeval.plugins import (
     FollowupContext,
     GenerateContext,
     RequestContext,
+    RowChunks,
     Suite,
     get_suite,
     hook,
@@ -150,12 +151,7 @@ def planned_keys(
 ) -> set[str]:
     """Every request key the suite plans for this engine (phase 2 from the answers present)."""
     ctx = RequestContext(cfg=cfg, items=items, engine=cfg.engine(engine), model=model, seed=seed)
-    each = hook(suite, "iter_requests")
-    keys = {q.request_key for q in (each(ctx) if each is not None else suite.requests(ctx))}
-    follow = hook(suite, "followup_requests")
-    if follow is not None:
-        keys.update(q.request_key for q in follow(FollowupContext(**vars(ctx), rows=rows)))
-    return keys
+    return set(_planned(suite, ctx, rows))
 
 
 def completeness(
@@ -163,7 +159,6 @@ def completeness(
 ) -> dict[str, Any]:
     """What the rows say about their seal, and planned-vs-present request counts per engine."""
     suite = get_suite(name, cfg)
-    attempts = _attempt_summary(raw_files(cfg.root, name))
     # By column and position: at ten million rows, lists of each engine's rows (a row object
     # per slot) and a set of all their keys were ~0.5 GB (``benchmarks/scale.py``).
     engines, statuses, keys = (record_column(rows, c) for c in ("engine", "status", "request_key"))
@@ -171,19 +166,30 @@ def completeness(
     for i, e in enumerate(engines):
         view = by_engine.get(str(e))
         if view is None:
-            view = by_engine[str(e)] = RowsAt(rows)
+            view = by_engine[str(e)] = RowsAt(rows, [])
         view.append(i)
     seed = suite_seed(cfg, name, hash_label({str(h) for h in record_column(rows, "rubric_sha256")}))
     counts = {}
     for eng, mine in sorted(by_engine.items()):
         at = mine.positions
-        c = Counter(str(statuses[i]) for i in at)
         missing = 0
         if eng in cfg.data["engines"]:
             planned = planned_keys(cfg, suite, items, eng, str(mine[0]["model"]), seed, mine)
             missing = len(planned) - len({k for k in (str(keys[i]) for i in at) if k in planned})
-        counts[eng] = {
-            "requests": len(mine),
+        counts[eng] = Counter(str(statuses[i]) for i in at), len(mine), missing
+    return _seal_summary(cfg, name, counts)
+
+
+def _seal_summary(
+    cfg: Config, name: str, counts: Mapping[str, tuple[Counter[str], int, int]]
+) -> dict[str, Any]:
+    """``completeness`` from each engine's status counts, rows and missing planned keys, and
+    the seal facts over every attempt row."""
+    attempts = _attempt_summary(raw_files(cfg.root, name))
+    out = {}
+    for eng, (c, n, missing) in sorted(counts.items()):
+        out[eng] = {
+            "requests": n,
             "ok": c["ok"],
             "error": c["error"],
             "refused": c["refused"],
@@ -197,8 +203,66 @@ def completeness(
         "seal_commits": sorted(c for c in attempts.seal_commits if c),
         "pre_registered": sealed,
         "status": "pre-registered" if sealed else "not pre-registered",
-        "counts": counts,
+        "counts": out,
     }
+
+
+def _completeness_by_chunk(
+    cfg: Config,
+    name: str,
+    items: Sequence[Mapping[str, Any]],
+    src: RowChunks,
+    hashes: set[str],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``completeness`` and ``identities`` read a stretch of rows at a time: status counts
+    per engine, each engine's first row, its planned keys against its rows' keys split by
+    bucket on disk (``chunked.planned_missing``)."""
+    suite = get_suite(name, cfg)
+    seed = suite_seed(cfg, name, hash_label(hashes))
+    counts: dict[str, tuple[Counter[str], int, int]] = {}
+    ids: dict[str, str] = {}
+    for eng, stretches in chunked.engine_rows(src):
+        c: Counter[str] = Counter()
+        n, first = 0, None
+        for rows, where in stretches:
+            c.update(str(s) for s in record_column(rows, "status"))
+            n += len(rows)
+            if first is None and len(rows):
+                first = src.rows_at([int(where[0])])[0]  # its few columns, from its row group
+        if first is None:
+            continue
+        ids.setdefault(str(eng), str(first["engine_identity"]))
+        missing = 0
+        if eng in cfg.data["engines"]:
+            ctx = RequestContext(
+                cfg=cfg, items=items, engine=cfg.engine(eng), model=str(first["model"]), seed=seed
+            )
+            keys = _planned(suite, ctx, chunked.EngineRows(src, eng))
+            found = chunked.planned_missing(keys, src, eng)
+            if found is None:  # keys that are not hex: counted in a set
+                planned = set(_planned(suite, ctx, chunked.EngineRows(src, eng)))
+                have = {
+                    str(k)
+                    for rows, _ in dict(chunked.engine_rows(src))[eng]
+                    for k in record_column(rows, "request_key")
+                    if str(k) in planned
+                }
+                found = len(planned) - len(have)
+            missing = found
+        counts[eng] = c, n, missing
+    return _seal_summary(cfg, name, counts), dict(sorted(ids.items()))
+
+
+def _planned(suite: Suite, ctx: RequestContext, rows: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    """The request keys the suite plans for ``ctx``'s engine (phase 2 from ``rows``), one at a
+    time (``planned_keys`` as they come)."""
+    each = hook(suite, "iter_requests")
+    for q in each(ctx) if each is not None else suite.requests(ctx):
+        yield q.request_key
+    follow = hook(suite, "followup_requests")
+    if follow is not None:
+        for q in follow(FollowupContext(**vars(ctx), rows=rows)):
+            yield q.request_key
 
 
 def identities(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -256,6 +320,29 @@ def analysis_doc(
     }
 
 
+def _analysis_by_chunk(cfg: Config, name: str, key: str) -> dict[str, Any] | None:
+    """``analysis_doc`` with the rows read a stretch at a time (``stages.chunked``), from the
+    graded file, when the suite's analysis can read them so and there are more than a
+    chunk's; None when the rows are read whole."""
+    suite = get_suite(name, cfg)
+    files = raw_files(cfg.root, name)
+    if hook(suite, "analyze_columns") is None or not chunked.more_than_a_chunk(files):
+        return None
+    with chunked.row_chunks(suite, files, artifacts.graded_path(cfg.root, name)) as found:
+        if found is None:
+            return None
+        src, hashes = found
+        items = load_items(cfg, name, hash_label(hashes).removeprefix("mixed:"))
+        seal, engines = _completeness_by_chunk(cfg, name, items, src, hashes)
+        return {
+            "suite": suite_info(name, cfg),
+            "stage_key": key,
+            "seal": seal,
+            "analysis": analyze(cfg, suite, items, (), (), chunks=src),
+            "engines": engines,
+        }
+
+
 def write_graded(cfg: Config, name: str, graded: Sequence[Mapping[str, Any]], key: str) -> Path:
     path = artifacts.graded_path(cfg.root, name)
     artifacts.write_graded(path, graded, {"stage_key": key})
@@ -310,6 +397,10 @@ def build_analysis(
     made = graded is None
     if graded is None:
         graded = _grade_by_chunk(cfg, name, key)
+    if graded is not None:
+        doc = _analysis_by_chunk(cfg, name, key)
+        if doc is not None:
+            return graded, made, doc
     with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
         rows = latest(cfg, name)
         items = load_items(cfg, name, rows_rubric(rows))

@@ -62,9 +62,12 @@ class LatestBuckets:
         counts: Any,
         width: int,
         columns: Sequence[str] = (),
+        distinct: dict[str, set[Any]] | None = None,
     ) -> None:
         self.paths, self.sizes, self.dir, self.engines = list(paths), list(sizes), where, engines
         self.counts, self._width, self.columns = counts, width, tuple(columns)
+        self.distinct: dict[str, set[Any]] = distinct or {}
+        """Each ``distinct`` column's values among the latest rows (``latest_buckets``)."""
         self._keys: tuple[int, Any] | None = None
 
     def __len__(self) -> int:
@@ -81,6 +84,20 @@ class LatestBuckets:
 
         return np.load(self.dir / f"pos-{b}.npy")
 
+    def cell_positions(self, e: int, b: int) -> Any:
+        """The positions among all rows of ``paths`` of engine ``e``'s latest rows in bucket
+        ``b`` (int64), in key order."""
+        lo = int(self.counts[:e, b].sum())
+        return self.chosen(b)[lo : lo + int(self.counts[e, b])]
+
+    def bucket_of(self, packed: Any) -> Any:
+        """Each key's bucket (keys as hex bytes, a row each: ``HexKeys.packed``)."""
+        import numpy as np
+
+        packed = np.ascontiguousarray(packed, dtype=np.uint8)
+        head = packed[:, :8].copy().view(">u8").ravel().astype(np.uint64)
+        return _bucket_of(head, self.buckets)
+
     def cell(self, e: int, b: int) -> LatestRows:
         """The latest rows of engine ``e`` (its rank) in bucket ``b``, in key order: a stretch
         of the canonical order (engine by engine, bucket after bucket). The carried
@@ -88,8 +105,7 @@ class LatestBuckets:
         read from the parts when asked for."""
         import numpy as np
 
-        lo = int(self.counts[:e, b].sum())
-        take = self.chosen(b)[lo : lo + int(self.counts[e, b])]
+        take = self.cell_positions(e, b)
         held = None
         if self.columns:
             path = self.dir / f"rows-{b}-{e}.arrow"
@@ -131,9 +147,7 @@ class LatestBuckets:
         out = np.zeros(len(packed), dtype=bool)
         if not len(packed) or packed.shape[1] != self.width:
             return out
-        bucket = _bucket_of(
-            packed[:, :8].copy().view(">u8").ravel().astype(np.uint64), self.buckets
-        )
+        bucket = self.bucket_of(packed)
         void = np.dtype((np.void, packed.shape[1]))
         wanted = packed.view(void).ravel()
         # runs of one bucket, in the order asked (a sorted caller: one run per bucket)
@@ -179,7 +193,11 @@ def _bucket_count(total: int, bucket_rows: int) -> int:
 
 @contextmanager
 def latest_buckets(
-    paths: Sequence[Path], *, bucket_rows: int | None = None, columns: Sequence[str] = ()
+    paths: Sequence[Path],
+    *,
+    bucket_rows: int | None = None,
+    columns: Sequence[str] = (),
+    distinct: Sequence[str] = (),
 ) -> Iterator[LatestBuckets | None]:
     """The latest rows of ``paths`` chosen by bucket (``LatestBuckets``), their files in a
     temporary directory removed on exit; None when a key is not hex of a whole number of
@@ -189,11 +207,13 @@ def latest_buckets(
     rows arrive with them (``cell``) and the parts are read once whatever the number of
     buckets: a bucket's rows are spread over every part, and reading a part's row groups for
     each bucket would read every part once a bucket. They cost disk (zstd) while the buckets
-    exist, not memory."""
+    exist, not memory. ``distinct``: carried columns whose distinct values among the latest
+    rows are gathered as the buckets are chosen (``LatestBuckets.distinct``: few values, such
+    as the rubric hash the rows were run under)."""
     where = Path(tempfile.mkdtemp(prefix="sealedeval-latest-"))
     rows = BUCKET_ROWS if bucket_rows is None else bucket_rows
     try:
-        yield _split_and_choose(paths, where, rows, tuple(columns))
+        yield _split_and_choose(paths, where, rows, tuple(columns), tuple(distinct))
     finally:
         shutil.rmtree(where, ignore_errors=True)
 
@@ -203,7 +223,11 @@ _SPILL = pa.ipc.IpcWriteOptions(compression="zstd")
 
 
 def _split_and_choose(
-    paths: Sequence[Path], where: Path, bucket_rows: int, columns: tuple[str, ...] = ()
+    paths: Sequence[Path],
+    where: Path,
+    bucket_rows: int,
+    columns: tuple[str, ...] = (),
+    distinct: tuple[str, ...] = (),
 ) -> LatestBuckets | None:
     import numpy as np
 
@@ -254,8 +278,11 @@ def _split_and_choose(
             w.close()
     if not width:
         return None
+    import pyarrow.compute as pc
+
     rank = engine_ranks(names)
     engines = sorted(names)
+    found: dict[str, set[Any]] = {}
     counts = np.zeros((len(names), buckets), dtype=np.int64)
     packed_width = width * 8
     for b in range(buckets):
@@ -286,10 +313,14 @@ def _split_and_choose(
         keys = keys[np.argsort(keys.view(void).ravel(), kind="stable")]
         if columns:
             _write_cells(where, b, t, first, counts[:, b], columns)
+        for c in distinct:
+            found.setdefault(c, set()).update(
+                pc.unique(t.column(f"c:{c}").take(pa.array(first))).to_pylist()
+            )
         del t, a, words
         np.save(where / f"pos-{b}.npy", pos)
         np.save(where / f"keys-{b}.npy", keys)
-    return LatestBuckets(paths, sizes, where, engines, counts, packed_width, columns)
+    return LatestBuckets(paths, sizes, where, engines, counts, packed_width, columns, found)
 
 
 def _write_cells(

@@ -714,7 +714,12 @@ def choice_columns(p: Path) -> pa.Table:
 
 
 def rows_at(
-    paths: Sequence[Path], sizes: Sequence[int], take: Any, held: pa.Table | None = None
+    paths: Sequence[Path],
+    sizes: Sequence[int],
+    take: Any,
+    held: pa.Table | None = None,
+    *,
+    by_column: bool = False,
 ) -> LatestRows:
     """The rows at positions ``take`` (numpy integers) among all rows of ``paths`` (parts of
     ``sizes`` rows, concatenated in order), in that order, as latest rows: none of their
@@ -723,8 +728,12 @@ def rows_at(
     ``held``: some of their columns already read (a row each, in ``take``'s order; a bucket's
     columns carried through its spill file, ``store.buckets``), each turned into its compact
     form when first asked for; the others are read from the parts one column at a time
-    (never every column at once: the rows may be a few of many parts' rows)."""
+    (never every column at once: the rows may be a few of many parts' rows). ``by_column``:
+    the same for the rows' columns without ``held`` (a few rows spread over many parts,
+    whose every column would be the parts' every column's row groups)."""
     cols = _LatestColumns(paths, sizes, take)
+    if by_column:
+        cols.eager = False
     if held is not None:
         if held.num_rows != len(take):
             raise ValueError("held columns must have a row per position taken")

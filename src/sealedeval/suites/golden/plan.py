@@ -18,12 +18,12 @@ discordant tasks) for each, with the mid-p McNemar test beside it (issue #30).
 
 from __future__ import annotations
 
-import heapq
+import itertools
 import json
 import math
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sealedeval import stats
@@ -154,33 +154,85 @@ def repeats_table(
     """Per-run correct counts (mean, sd) and pass@k / pass^k for k = 1..n_runs. Each row's
     category is read off ``graded``, or given as ``cats`` (row by row: the analysis has
     them by raw row)."""
-    if cats is None:
-        cats = categories(rows, graded)
-    per_run = [0] * n_runs
-    # one byte a trial: a benchmark's ten million sample rows were a list slot each
-    trials: dict[str, array[int]] = defaultdict(lambda: array("b"))
-    n_error = 0
-    for r, cat in zip(rows, cats, strict=True):
-        if cat == "error":
-            n_error += 1
-            continue
-        ok = cat == "correct"
-        trials[r["item_id"]].append(ok)
-        if 0 <= int(r["repeat"]) < n_runs and ok:
-            per_run[int(r["repeat"])] += 1
-    mean, sd = stats.mean_sd([float(x) for x in per_run]) if n_runs else (math.nan, math.nan)
-    # every k in one pass over the counts (linear in repeats; one k at a time was quadratic)
-    at, hat = mean_pass_k_curves(trials, n_runs) if trials and n_runs else ([], [])
-    return {
-        "n_runs": n_runs,
-        "n_total": len(rows),
-        "n_error": n_error,
-        "per_run_correct": per_run,
-        "per_run_mean": mean,
-        "per_run_sd": sd,
-        "pass_at_k": {str(k): v for k, v in enumerate(at, 1)},
-        "pass_hat_k": {str(k): v for k, v in enumerate(hat, 1)},
-    }
+    acc = Repeats()
+    acc.add(rows, categories(rows, graded) if cats is None else cats)
+    return acc.table(n_runs)
+
+
+class Outcomes(Sequence[int]):
+    """A task's trials as ``mean_pass_k_curves`` reads them: ``c`` successes among ``n``
+    (pass@k and pass^k depend on the two counts only, not on the trials' order), held as
+    the counts: a benchmark's ten million sample rows were a byte each."""
+
+    __slots__ = ("c", "n")
+
+    def __init__(self) -> None:
+        self.n = self.c = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        j = range(self.n)[i]  # an IndexError past the trials, as a list's
+        return 1 if j < self.c else 0
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.chain(itertools.repeat(1, self.c), itertools.repeat(0, self.n - self.c))
+
+
+class Repeats:
+    """``repeats_table``'s counts, taken a stretch of rows at a time (the analysis by chunk:
+    ``stages.chunked``): per-run correct counts, each task's trials (``Outcomes``), the rows
+    and errors, the largest run index seen. The same table whatever the stretches."""
+
+    def __init__(self) -> None:
+        self.correct_at: array[int] = array("q")  # correct answers by run index
+        self.trials: dict[str, Outcomes] = {}
+        self.n_total = self.n_error = 0
+        self.n_runs = 0  # the largest run index seen, plus one (error rows too)
+
+    def add(self, rows: Sequence[Mapping[str, Any]], cats: Sequence[str]) -> None:
+        trials = self.trials
+        for r, cat in zip(rows, cats, strict=True):
+            self.n_total += 1
+            run = int(r["repeat"])
+            self.n_runs = max(self.n_runs, run + 1)
+            if cat == "error":
+                self.n_error += 1
+                continue
+            ok = cat == "correct"
+            t = trials.get(r["item_id"])
+            if t is None:
+                t = trials[r["item_id"]] = Outcomes()
+            t.n += 1
+            if ok:
+                t.c += 1
+                if run >= 0:
+                    if run >= len(self.correct_at):
+                        self.correct_at.extend([0] * (run + 1 - len(self.correct_at)))
+                    self.correct_at[run] += 1
+
+    def table(self, n_runs: int) -> dict[str, Any]:
+        """The table over ``n_runs`` runs (a correct answer's run index past them is not
+        counted per run)."""
+        have = self.correct_at
+        per_run = [have[k] if k < len(have) else 0 for k in range(n_runs)]
+        mean, sd = stats.mean_sd([float(x) for x in per_run]) if n_runs else (math.nan, math.nan)
+        # every k in one pass over the counts (linear in repeats; one k at a time was quadratic)
+        trials = self.trials
+        at, hat = mean_pass_k_curves(trials, n_runs) if trials and n_runs else ([], [])
+        return {
+            "n_runs": n_runs,
+            "n_total": self.n_total,
+            "n_error": self.n_error,
+            "per_run_correct": per_run,
+            "per_run_mean": mean,
+            "per_run_sd": sd,
+            "pass_at_k": {str(k): v for k, v in enumerate(at, 1)},
+            "pass_hat_k": {str(k): v for k, v in enumerate(hat, 1)},
+        }
 
 
 def compare(
@@ -294,30 +346,47 @@ def agent_table(rows: Sequence[Mapping[str, Any]], cats: Sequence[str]) -> dict[
     whose tool calls all failed are the third row. The groups are different tasks, not the same
     tasks paired, so the split is diagnostic, not causal. ``cats``: each row's category.
     """
+    acc = Agent()
+    acc.add(rows, cats)
+    return acc.table()
 
-    stops: Counter[str] = Counter()
-    groups: dict[str, list[bool]] = {"no_tools": [], "read": [], "tools_no_read": []}
-    calls = tools_n = tool_errors = 0
-    n = 0
-    for r, cat in zip(rows, cats, strict=True):
-        if cat == "error":
-            continue
-        n += 1
-        s = trajectory_summary(json.loads(r["trajectory"] or "[]"))
-        stops.update(s["stops"])
-        calls += s["model_calls"]
-        tools_n += s["tool_calls"]
-        tool_errors += s["tool_errors"]
-        g = "no_tools" if s["tool_calls"] == 0 else "read" if s["reads"] else "tools_no_read"
-        groups[g].append(cat == "correct")
-    return {
-        "n_runs": n,
-        "stops": dict(sorted(stops.items())),
-        "model_calls_per_run": _ratio(calls, n),
-        "tool_calls_per_run": _ratio(tools_n, n),
-        "tool_error_share": _ratio(tool_errors, tools_n),
-        "diagnostic_split": {g: rate(sum(v), len(v)) for g, v in groups.items()},
-    }
+
+class Agent:
+    """``agent_table``'s counts, taken a stretch of rows at a time (order does not enter)."""
+
+    def __init__(self) -> None:
+        self.stops: Counter[str] = Counter()
+        self.groups: dict[str, list[int]] = {
+            "no_tools": [0, 0],
+            "read": [0, 0],
+            "tools_no_read": [0, 0],
+        }
+        self.calls = self.tools_n = self.tool_errors = self.n = 0
+
+    def add(self, rows: Sequence[Mapping[str, Any]], cats: Sequence[str]) -> None:
+        for r, cat in zip(rows, cats, strict=True):
+            if cat == "error":
+                continue
+            self.n += 1
+            s = trajectory_summary(json.loads(r["trajectory"] or "[]"))
+            self.stops.update(s["stops"])
+            self.calls += s["model_calls"]
+            self.tools_n += s["tool_calls"]
+            self.tool_errors += s["tool_errors"]
+            g = "no_tools" if s["tool_calls"] == 0 else "read" if s["reads"] else "tools_no_read"
+            self.groups[g][0] += cat == "correct"
+            self.groups[g][1] += 1
+
+    def table(self) -> dict[str, Any]:
+        n = self.n
+        return {
+            "n_runs": n,
+            "stops": dict(sorted(self.stops.items())),
+            "model_calls_per_run": _ratio(self.calls, n),
+            "tool_calls_per_run": _ratio(self.tools_n, n),
+            "tool_error_share": _ratio(self.tool_errors, self.tools_n),
+            "diagnostic_split": {g: rate(k, m) for g, (k, m) in self.groups.items()},
+        }
 
 
 def branch_comparisons(
@@ -347,57 +416,87 @@ def top_transcripts(
     """The transcripts behind the top-scoring tasks, for a human to read: a pass that never
     answers, or adds a false claim, is a grader artefact no aggregate shows. Tasks ranked by
     pass rate over every answer row (ties by id); up to ``per_task`` passing rows quoted each.
-    ``cats``: each row's category.
+    ``cats``: each row's category."""
+    acc = Top(per_task)
+    acc.add(rows, cats, range(len(rows)))
+    return acc.table(tasks, lambda at: [rows[j] for j in at], n_tasks=n_tasks)
 
-    Rows are held by position (4 bytes) and read again for the few quoted: a row object per
-    answer was ~350 MB at ten million rows (``benchmarks/scale.py``)."""
 
-    by_task: dict[str, array[int]] = defaultdict(lambda: array("I"))
-    correct: Counter[str] = Counter()
-    for j, (r, cat) in enumerate(zip(rows, cats, strict=True)):
-        if cat != "error":
+class Top:
+    """``top_transcripts``' counts, taken a stretch of rows at a time in the rows' order:
+    per task its answered and passing rows, and its first ``per_task`` passing rows by
+    (condition, run index), ties in the rows' order (as a stable sort of all of them would
+    have them), each held as the caller's handle to read it again. A row object per answer
+    was ~350 MB at ten million rows (``benchmarks/scale.py``)."""
+
+    def __init__(self, per_task: int = 2) -> None:
+        self.per_task = per_task
+        self.n: Counter[str] = Counter()
+        self.correct: Counter[str] = Counter()
+        self.best: dict[str, list[tuple[tuple[str, int], int, Any]]] = {}
+        self.seen = 0
+
+    def add(
+        self, rows: Sequence[Mapping[str, Any]], cats: Sequence[str], where: Sequence[Any]
+    ) -> None:
+        """``where``: each row's handle (what ``table``'s ``read`` is given back)."""
+        for r, cat, w in zip(rows, cats, where, strict=True):
+            if cat == "error":
+                continue
             tid = r["item_id"]
-            by_task[tid].append(j)
-            correct[tid] += cat == "correct"
-    scored = [(-correct[tid] / len(at), tid, correct[tid], len(at)) for tid, at in by_task.items()]
-    out = []
-    for _, tid, k, n in sorted(scored)[:n_tasks]:
-        if k == 0:
-            break
-        # the first ``per_task`` of the sorted passing rows (``nsmallest`` is that, stably)
-        passing = heapq.nsmallest(
-            per_task,
-            (rows[j] for j in by_task[tid] if cats[j] == "correct"),
-            key=lambda r: (r["condition"], int(r["repeat"])),
-        )
-        quotes = []
-        for r in passing[:per_task]:
-            traj = json.loads(r["trajectory"] or "[]")
-            actions = [
-                f"{t['name']}({next(iter(t.get('arguments', {}).values()), '')})"
-                + ("" if t.get("ok") else " -> error")
-                for t in traj
-                if t.get("type") == "tool"
-            ]
-            quotes.append(
+            self.n[tid] += 1
+            if cat != "correct":
+                continue
+            self.correct[tid] += 1
+            self.seen += 1
+            entry = ((r["condition"], int(r["repeat"])), self.seen, w)
+            best = self.best.setdefault(tid, [])
+            if len(best) < self.per_task or entry[:2] < best[-1][:2]:
+                best.append(entry)
+                best.sort(key=lambda e: e[:2])
+                del best[self.per_task :]
+
+    def table(
+        self,
+        tasks: Mapping[str, Mapping[str, Any]],
+        read: Callable[[list[Any]], Sequence[Mapping[str, Any]]],
+        *,
+        n_tasks: int = 3,
+    ) -> list[dict[str, Any]]:
+        """The quoted tasks; ``read(handles)``: the rows of those handles, in that order."""
+        scored = [(-self.correct[tid] / n, tid, self.correct[tid], n) for tid, n in self.n.items()]
+        out = []
+        for _, tid, k, n in sorted(scored)[:n_tasks]:
+            if k == 0:
+                break
+            quotes = []
+            for r in read([w for _, _, w in self.best.get(tid, [])]):
+                traj = json.loads(r["trajectory"] or "[]")
+                actions = [
+                    f"{t['name']}({next(iter(t.get('arguments', {}).values()), '')})"
+                    + ("" if t.get("ok") else " -> error")
+                    for t in traj
+                    if t.get("type") == "tool"
+                ]
+                quotes.append(
+                    {
+                        "condition": r["condition"],
+                        "repeat": int(r["repeat"]),
+                        "answer": r["output_text"],
+                        "actions": actions,
+                    }
+                )
+            out.append(
                 {
-                    "condition": r["condition"],
-                    "repeat": int(r["repeat"]),
-                    "answer": r["output_text"],
-                    "actions": actions,
+                    "task": tid,
+                    "prompt": tasks[tid]["prompt"],
+                    "reference": tasks[tid]["answer"],
+                    "passed": k,
+                    "n": n,
+                    "quotes": quotes,
                 }
             )
-        out.append(
-            {
-                "task": tid,
-                "prompt": tasks[tid]["prompt"],
-                "reference": tasks[tid]["answer"],
-                "passed": k,
-                "n": n,
-                "quotes": quotes,
-            }
-        )
-    return out
+        return out
 
 
 # -- the typed metric list (stats.metrics): what publish and an auditor read without golden ------

@@ -13,7 +13,7 @@ contamination probes (``probing.py``). Every call is a raw row, so the audit cov
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +26,15 @@ from sealedeval.plugins import (
     GenerateContext,
     GradeContext,
     RequestContext,
+    RowChunk,
 )
 from sealedeval.probes import logprobs as _logprobs  # noqa: F401  (registers logprob_probe)
 from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent solver)
 from sealedeval.seal.design import added_engines, to_exploratory
-from sealedeval.stages.artifacts import GradedRows, graded_column
-from sealedeval.stages.grade import by_raw_row, raw_positions
+from sealedeval.stages.artifacts import GradedRows
+from sealedeval.stages.chunked import whole_rows
 from sealedeval.stats.comparisons import adjust_families
-from sealedeval.stats.metrics import Metric, sort_metrics, status_counts
+from sealedeval.stats.metrics import Metric, sort_metrics
 from sealedeval.store.columns import Coded
 from sealedeval.store.raw import RowsAt, record_column
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
@@ -188,8 +189,12 @@ class GoldenSuite:
             swap = {v: {t["id"]: t for t in ts} for v, ts in sw["tasks"].items()}
         return {i["id"]: i for i in items}, swap, verdicts
 
+    def analyze_columns(self) -> tuple[str, ...]:
+        """The raw columns golden's analysis reads of every row (``_EnginePass``)."""
+        return ANALYZE_COLUMNS
+
     def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
-        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
+        cfg, items = ctx.cfg, ctx.items
         scfg = cfg.suite(self.name)
         tasks = {i["id"]: i for i in items}
         files = load_files(cfg.root)
@@ -198,71 +203,58 @@ class GoldenSuite:
         engines: dict[str, Any] = {}
         metrics: list[Metric] = []
         correct: dict[str, dict[str, bool]] = defaultdict(dict)
-        # Columns first, rows only where a table reads them: at a million answers a pass over
-        # every row per table was most of the analysis (``benchmarks/scale.py``). Categories
-        # by raw row (a byte each), not by request key: a dict of ten million keys was ~1 GB.
-        ecol, ccol = (record_column(rows, c) for c in ("engine", "condition"))
-        kind = {c: design.condition_kind(c) for c in set(ccol)}
-        at_raw = raw_positions(graded, rows)
-        cats = by_raw_row(graded, rows, "category", "error", positions=at_raw)
-        main_at = [i for i, c in enumerate(ccol) if kind[c] == "answer" and c.endswith("/main")]
-        main_graded = _graded_of(at_raw, main_at, graded_column(graded, "engine"))
-        # Views by position, not lists of rows: each row is read when a table reads it (at ten
-        # million rows, lists by engine and condition held one row object per slot).
-        at_engine: dict[str, RowsAt[Mapping[str, Any]]] = {}
-        for i, e in enumerate(ecol):
-            view = at_engine.get(e)
-            if view is None:
-                view = at_engine[e] = RowsAt(rows)
-            view.append(i)
-        for eng in sorted(at_engine):
-            erows = at_engine[eng]
-            idx = erows.positions
-            egraded = [graded[j] for j in main_graded[eng]]  # the main answers' graded rows
-            counts = status_counts(erows)
-            answers = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "answer"))
-            by_cond: dict[str, RowsAt[Mapping[str, Any]]] = {}
-            for i in idx:
-                c = ccol[i]
-                if kind[c] == "answer":
-                    view = by_cond.get(c)
-                    if view is None:
-                        view = by_cond[c] = RowsAt(rows)
-                    view.append(i)
-            jrows = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "judge"))
-            prows = RowsAt(rows, (i for i in idx if kind[ccol[i]] == "probe"))
-            mains = RowsAt(
-                rows, (i for c, v in by_cond.items() if c.endswith("/main") for i in v.positions)
-            )
-            present = sorted({design.split_condition(c)[0] for c in by_cond})
+        # Each engine's rows are read once, a stretch at a time, into counts (status, repeats,
+        # agent runs, the top transcripts) and the handles of the few rows a table reads
+        # whole (main answers, judge and probe rows, quotes); those are read again at the end.
+        # All rows at once are one stretch per engine (``whole_rows``); past a chunk's rows
+        # the stage gives key-prefix buckets (``stages.chunked``), whose memory does not grow
+        # with the rows.
+        src = ctx.chunks if ctx.chunks is not None else whole_rows(ctx.rows, ctx.graded)
+        tools = {n for n, b in all_branches.items() if b.tools}
+        for eng in src.engines:
+            seen = _EnginePass(tools)
+            for chunk in src.chunks(eng):
+                seen.add(chunk)
+            pool = sorted(set(seen.handles()))
+            at = {h: j for j, h in enumerate(pool)}
+            read = src.rows_at(pool)
+
+            def rows_of(handles: Sequence[int], read: Sequence[Any] = read, at: Any = at) -> Any:
+                return RowsAt(read, [at[h] for h in handles])
+
+            egraded = list(src.graded_at(seen.main_graded))  # the main answers' graded rows
+            jrows, prows = rows_of(seen.judge), rows_of(seen.probe)
+            mains = rows_of([h for c in seen.conds if c.endswith("/main") for h in seen.main[c]])
+            present = sorted({design.split_condition(c)[0] for c in seen.conds})
             labelled = judging.calibration_labels(cfg.root, jrows)
             branch_out: dict[str, Any] = {}
             branch_correct: dict[str, dict[str, bool]] = {}
             for bname in present:
-                main = by_cond.get(f"{bname}/main") or RowsAt(rows)
-                sample = by_cond.get(f"{bname}/sample") or RowsAt(rows)
-                n_runs = max((int(r["repeat"]) + 1 for r in sample), default=0)
+                main = rows_of(seen.main.get(f"{bname}/main", []))
+                main_cats = seen.main_cats.get(f"{bname}/main", [])
+                sample = seen.sample.get(f"{bname}/sample") or plan.Repeats()
                 b = all_branches.get(bname)
                 entry: dict[str, Any] = {
                     "spec": b.describe() if b else {"solver": "unknown"},
                     "main": plan.greedy_table(tasks, main, egraded),
                     "judge": plan.judge_column(main, egraded, labelled),
-                    "repeats": plan.repeats_table(sample, (), n_runs, cats=_at(cats, sample)),
+                    "repeats": sample.table(sample.n_runs),
                 }
                 if b is not None and b.tools:
-                    both = RowsAt(rows, main.positions + sample.positions)
-                    entry["agent"] = plan.agent_table(both, _at(cats, both))
+                    entry["agent"] = (seen.agent.get(bname) or plan.Agent()).table()
                 branch_out[bname] = entry
                 branch_correct[bname] = {
                     r["item_id"]: cat == "correct"
-                    for r, cat in zip(main, _at(cats, main), strict=True)
+                    for r, cat in zip(main, main_cats, strict=True)
                     if cat != "error"
                 }
             if base in branch_correct:
                 correct[eng] = branch_correct[base]
-            base_main = by_cond.get(f"{base}/main") or RowsAt(rows)
+            base_main = rows_of(seen.main.get(f"{base}/main", []))
+            base_cats = seen.main_cats.get(f"{base}/main", [])
+            counts = seen.status.counts()
             engines[eng] = {
-                "model": rows[idx[0]]["model"],
+                "model": rows_of([seen.first])[0]["model"],
                 **counts,  # n_total, n_ok, n_error, errors_by_kind
                 "complete": counts["n_error"] == 0,
                 "branches": branch_out,
@@ -273,11 +265,11 @@ class GoldenSuite:
                     "attribute_swap": probing.swap_analysis(cfg.root, prows, files),
                     "contamination": probing.contamination_analysis(cfg.root, prows),
                 },
-                "top_transcripts": plan.top_transcripts(tasks, answers, _at(cats, answers)),
+                "top_transcripts": seen.top.table(tasks, rows_of),
                 "items": {
                     r["item_id"]: {"greedy": cat, "answer": r["output_text"]}
                     for r, cat in sorted(
-                        zip(base_main, _at(cats, base_main), strict=True),
+                        zip(base_main, base_cats, strict=True),
                         key=lambda rc: rc[0]["item_id"],
                     )
                 },
@@ -400,27 +392,138 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str, in
     }
 
 
-def _at(by_raw: Sequence[str], view: RowsAt[Mapping[str, Any]]) -> Sequence[str]:
-    """``by_raw`` (a value per raw row) for the rows of ``view``, in its order."""
-    return Coded(view.positions, by_raw)
+ANALYZE_COLUMNS = (
+    "request_key",
+    "engine",
+    "item_id",
+    "condition",
+    "repeat",
+    "status",
+    "error_kind",
+    "trajectory",
+)
+"""The raw columns golden's analysis reads of every row (the rest of a few rows only)."""
 
 
-def _graded_of(at_raw: Any, raw: Sequence[int], engines: Sequence[str]) -> dict[str, list[int]]:
-    """The graded rows (positions, in graded order) of the raw rows ``raw``, by engine: a
-    chunk of positions at a time (40 million graded rows at ten million raw rows)."""
+class _Status:
+    """``status_counts`` taken a stretch at a time."""
+
+    def __init__(self) -> None:
+        self.n = self.ok = 0
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        for status, kind in zip(
+            record_column(rows, "status"), record_column(rows, "error_kind"), strict=True
+        ):
+            self.n += 1
+            if status == "ok":
+                self.ok += 1
+            else:
+                self.kinds[str(kind or status or "error")] += 1
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "n_total": self.n,
+            "n_ok": self.ok,
+            "n_error": self.n - self.ok,
+            "errors_by_kind": dict(sorted(self.kinds.items())),
+        }
+
+
+class _EnginePass:
+    """What golden's analysis keeps of one engine's rows, read a stretch at a time in the
+    canonical order: counts for the tables over every answer (status, repeats, agent runs,
+    the top transcripts) and handles of the rows a table reads whole (main answers and
+    their categories, judge and probe rows, the first row); the answer conditions in the
+    order they first appear."""
+
+    def __init__(self, tools: set[str]) -> None:
+        self.tools = tools
+        self.status = _Status()
+        self.first = -1
+        self.conds: list[str] = []
+        self._known: set[str] = set()
+        self.main: dict[str, list[int]] = {}
+        self.main_cats: dict[str, list[str]] = {}
+        self.main_graded: list[int] = []
+        self.sample: dict[str, plan.Repeats] = {}
+        self.agent: dict[str, plan.Agent] = {}
+        self.top = plan.Top()
+        self.judge: list[int] = []
+        self.probe: list[int] = []
+
+    def add(self, chunk: RowChunk) -> None:
+        import numpy as np
+
+        rows, cats, where = chunk.rows, chunk.categories, chunk.where
+        if not len(rows):
+            return
+        if self.first < 0:
+            self.first = int(where[0])
+        self.status.add(rows)
+        conds = record_column(rows, "condition")
+        codes, values = _codes(conds)
+        kind = [design.condition_kind(str(c)) for c in values]
+        # each condition's rows, in order; conditions in the order they first appear
+        order = np.argsort(codes, kind="stable")
+        cut = np.searchsorted(codes[order], np.arange(len(values) + 1))
+        groups = {c: order[cut[c] : cut[c + 1]] for c in range(len(values)) if cut[c + 1] > cut[c]}
+        answers = np.sort(
+            np.concatenate([g for c, g in groups.items() if kind[c] == "answer"] or [order[:0]])
+        )
+        main_local: list[int] = []
+        for c, at in sorted(groups.items(), key=lambda cg: int(cg[1][0])):
+            cond, k = str(values[c]), kind[c]
+            local = at.tolist()
+            if k != "answer":
+                continue
+            if cond not in self._known:
+                self._known.add(cond)
+                self.conds.append(cond)
+            view = RowsAt(rows, local)
+            view_cats = Coded(local, cats)
+            bname, what = design.split_condition(cond)
+            if cond.endswith("/main"):
+                self.main.setdefault(cond, []).extend(int(where[i]) for i in local)
+                self.main_cats.setdefault(cond, []).extend(view_cats)
+                main_local += local
+            elif what == "sample":
+                self.sample.setdefault(cond, plan.Repeats()).add(view, view_cats)
+            if bname in self.tools and (what == "main" or what == "sample"):
+                self.agent.setdefault(bname, plan.Agent()).add(view, view_cats)
+        for k, name in (("judge", self.judge), ("probe", self.probe)):
+            mine = [g for c, g in groups.items() if kind[c] == k]
+            if mine:
+                name.extend(int(where[i]) for i in np.sort(np.concatenate(mine)).tolist())
+        if len(answers):
+            a = answers.tolist()
+            self.top.add(RowsAt(rows, a), Coded(a, cats), [int(where[i]) for i in a])
+        if main_local:
+            self.main_graded += chunk.graded_where(sorted(main_local))
+
+    def handles(self) -> list[int]:
+        """Every row a table reads whole, and the quotes' candidates."""
+        out = [self.first, *self.judge, *self.probe]
+        for hs in self.main.values():
+            out += hs
+        for best in self.top.best.values():
+            out += [w for _, _, w in best]
+        return out
+
+
+def _codes(col: Sequence[Any]) -> tuple[Any, Sequence[Any]]:
+    """A column as (numpy codes, distinct values): a coded column's own (through one level),
+    else coded here."""
     import numpy as np
 
-    wanted = np.array(sorted(raw), dtype=np.int64)
-    out: dict[str, list[int]] = defaultdict(list)
-    for start in range(0, len(at_raw), _CHUNK):
-        hit = np.isin(np.asarray(at_raw[start : start + _CHUNK], dtype=np.int64), wanted)
-        for j in (np.flatnonzero(hit) + start).tolist():
-            out[engines[j]].append(j)
-    return out
-
-
-_CHUNK = 1 << 20
-"""Graded rows per step of ``_graded_of``."""
+    if isinstance(col, Coded) and not isinstance(col.values, Coded):
+        return np.asarray(col.code_view(), dtype=np.int64), col.values
+    index: dict[Any, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(v, len(index)) for v in col), dtype=np.int64, count=len(col)
+    )
+    return codes, list(index)
 
 
 suite = GoldenSuite()
