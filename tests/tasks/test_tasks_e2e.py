@@ -245,3 +245,29 @@ def test_a_judge_engine_grades_both_engines_answers(tmp_path: Path, fake: FakeOp
     cost = section["analysis"]["engines"]["fake"]["cost"]
     assert cost["judging_cost_usd"] > 0
     assert cost["cost_per_solved_item_with_judging_usd"] > cost["cost_per_solved_item_usd"]
+    _graded_by_chunk_is_graded_whole(root, "arith", tmp_path)
+
+
+def _graded_by_chunk_is_graded_whole(root: Path, name: str, tmp: Path) -> None:
+    """The grade stage a key-prefix bucket at a time (``stages.chunked``, as past 2^18 rows)
+    writes the file the workflow wrote grading every row at once: each judge's replies in
+    both orders, which sit in other rows and so other buckets, reach their answers."""
+    from sealedeval.config import load_config
+    from sealedeval.plugins import get_suite
+    from sealedeval.stages import artifacts, chunked, pipeline
+    from sealedeval.store.raw import raw_files
+
+    cfg = load_config(root)
+    key = pipeline.stage_key(cfg, name)
+    whole = artifacts.graded_path(root, name)
+    assert artifacts.read_graded_meta(whole).get("stage_key") == key
+    out = tmp / "by-chunk.parquet"
+
+    def items_for(hashes: set[str]) -> Any:
+        return pipeline.load_items(cfg, name, pipeline.hash_label(hashes).removeprefix("mixed:"))
+
+    suite = get_suite(name, cfg)
+    files = raw_files(root, name)
+    n = chunked.grade_by_chunk(cfg, suite, files, items_for, out, {"stage_key": key}, bucket_rows=1)
+    assert n == pq.ParquetFile(whole).metadata.num_rows
+    assert out.read_bytes() == whole.read_bytes()

@@ -31,11 +31,36 @@ from sealedeval.suites.tasks.plan import ANSWER, JUDGE, parse_judge_condition
 CORRECT, WRONG, ABSTAINED, ERROR = "correct", "wrong", "abstained", "error"
 
 
+GRADE_COLUMNS = (
+    "condition",
+    "request_key",
+    "engine",
+    "item_id",
+    "repeat",
+    "status",
+    "output_text",
+    "error_kind",
+)
+"""The raw columns grading reads (``iter_rows``, ``judge_replies``)."""
+
+
 def judge_replies(
     rows: Sequence[Mapping[str, Any]],
 ) -> dict[tuple[str, str, str, int], dict[str, str]]:
     """(grader id, answering engine, item, repeat) → {order: reply} from ok judge rows."""
     out: dict[tuple[str, str, str, int], dict[str, str]] = defaultdict(dict)
+    for (gid, eng, item, repeat, order), text in judge_reply_list(rows).items():
+        out[(gid, eng, item, repeat)][order] = text
+    return out
+
+
+def judge_reply_list(
+    rows: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str, str, int, str], str]:
+    """(grader id, answering engine, item, repeat, order) → reply, from ok judge rows: a
+    judge's replies in two orders are two rows, which the grade stage by chunk may read in
+    two chunks (``grade_scan``: the flat form merges by key)."""
+    out: dict[tuple[str, str, str, int, str], str] = {}
     for i, cond in enumerate(record_column(rows, "condition")):
         if not str(cond).startswith(JUDGE):  # most rows are answers: not parsed
             continue
@@ -44,7 +69,7 @@ def judge_replies(
         if parsed is None or parsed[1] != "answers" or r["status"] != "ok":
             continue
         gid, _, eng, order = parsed
-        out[(gid, eng, str(r["item_id"]), int(r["repeat"]))][order] = str(r["output_text"] or "")
+        out[(gid, eng, str(r["item_id"]), int(r["repeat"]), order)] = str(r["output_text"] or "")
     return out
 
 
@@ -64,14 +89,23 @@ def grade_rows(
 
 
 def iter_rows(
-    data: Data, items: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+    data: Data,
+    items: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    replies_found: Mapping[Any, str] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``grade_rows``' rows one at a time: the grade stage takes them into columns as they
     come, so a million answers are never a million graded dicts at once
-    (``benchmarks/scale.py --suite tasks``)."""
+    (``benchmarks/scale.py --suite tasks``). ``replies_found``: the judges' replies in every
+    row (``judge_reply_list``) when ``rows`` are a chunk of them."""
     spec = data.spec
     by_id = {str(i["id"]): i for i in items}
-    replies = judge_replies(rows)
+    if replies_found is None:
+        replies = judge_replies(rows)
+    else:
+        replies = defaultdict(dict)
+        for (gid, eng, item, repeat, order), text in replies_found.items():
+            replies[(gid, eng, item, repeat)][order] = text
     # By column: a raw row read field by field (a dozen reads per answer) was a fifth of the
     # grade stage at a million answers.
     conds, keys, engines, item_ids, repeats, statuses, outputs = (

@@ -176,12 +176,20 @@ class TasksSuite:
 
     # -- grading and analysis ---------------------------------------------------------------
     def grade(self, ctx: GradeContext) -> list[dict[str, Any]]:
-        cfg, items, rows = ctx.cfg, ctx.items, ctx.rows
-        return grading.grade_rows(self._data(cfg.root), items, rows)
+        return list(self.iter_grade(ctx))
 
     def iter_grade(self, ctx: GradeContext) -> Iterator[dict[str, Any]]:
         """``grade``'s rows one at a time (what the grade stage uses)."""
-        return grading.iter_rows(self._data(ctx.cfg.root), ctx.items, ctx.rows)
+        found = None if ctx.shared is None else ctx.shared.get("judge_replies", {})
+        return grading.iter_rows(self._data(ctx.cfg.root), ctx.items, ctx.rows, found)
+
+    def grade_columns(self) -> tuple[str, ...]:
+        """The raw columns grading reads (the grade stage carries them with each chunk)."""
+        return grading.GRADE_COLUMNS
+
+    def grade_scan(self, ctx: GradeContext) -> dict[str, Mapping[Any, Any]]:
+        """What grading an answer reads of other rows: the judges' replies on it."""
+        return {"judge_replies": grading.judge_reply_list(ctx.rows)}
 
     def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
         cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
