@@ -812,9 +812,12 @@ class _ReadColumn:
     """One graded column read back a row group at a time, into the form ``from_rows`` and the
     grade stage hold: codes into the distinct values for strings, integers, booleans and
     floats (floats told apart by their bits: -0.0 is not 0.0, a NaN is itself), hex request
-    keys as bytes once a row group holds ``_HEX_KEYS_MIN`` distinct ones; JSON columns parsed
-    per row. Reading the whole table first held the Arrow table and a Python object per cell
-    (ten million raw rows are 40 million golden graded rows).
+    keys as bytes once a row group holds ``_HEX_KEYS_MIN`` distinct ones; JSON columns coded by
+    their text, each distinct text parsed once (rows share a parsed value, read-only, as
+    ``normalize_graded`` has them: a tasks suite's million ``details`` parsed per row were
+    ~1 GB of the analyze stage reading a file graded by chunk). Reading the whole table first
+    held the Arrow table and a Python object per cell (ten million raw rows are 40 million
+    golden graded rows).
 
     The codes go into one array of all ``n`` rows, one byte a row until more distinct values
     need it wider (row groups' code arrays kept apart, then joined, grew the heap by their
@@ -834,7 +837,7 @@ class _ReadColumn:
         self.plain: list[Any] = []
         self.index: dict[Any, int] = {}
         self.values: list[Any] = []
-        self.codes: Any = np.zeros(n if self.mode == "coded" else 0, dtype=np.uint8)
+        self.codes: Any = np.zeros(n if self.mode != "list" else 0, dtype=np.uint8)
         self.filled = 0
         self.keys: Any = None  # hex mode: the distinct keys of each row group, as bytes
         self.n_keys = 0
@@ -853,7 +856,14 @@ class _ReadColumn:
         import numpy as np
 
         if self.mode == "json":
-            self.plain.extend(None if v is None else json.loads(v) for v in arr.to_pylist())
+            enc = arr.dictionary_encode()
+            texts = enc.dictionary.to_pylist()
+            local = enc.indices
+            if local.null_count:
+                local = local.fill_null(len(texts))
+                texts.append(None)
+            parsed = [None if t is None else json.loads(t) for t in texts]
+            self._add_coded(texts, parsed, np.asarray(local, dtype=np.int64))
             return
         if self.mode == "list":
             self.plain.extend(arr.to_pylist())
@@ -921,8 +931,7 @@ class _ReadColumn:
         self._add_coded(names, names, done)
 
     def done(self) -> Sequence[Any]:
-
-        if self.mode != "coded":
+        if self.mode == "list":
             return self.plain
         codes = self.codes[: self.filled]
         if self.keys is None:
@@ -1004,8 +1013,10 @@ def write_graded(
                 del part  # not alive while the next row group's table is made (~150 MB)
 
 
-_WRITE_ROWS = 1 << 20
-"""Graded rows per row group written (Arrow's default row group)."""
+_WRITE_ROWS = 1 << 18
+"""Graded rows per row group written: what is held as Arrow at once while writing, and read
+at once per column. A row group of 2^20 rows (Arrow's default) was the grade stage's peak by
+chunk: ~0.4 GB of a tasks suite's graded rows (their details as JSON text, the answer)."""
 
 
 class _Chunk(NamedTuple):
