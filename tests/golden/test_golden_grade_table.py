@@ -235,6 +235,19 @@ def test_equal_answers_are_graded_once(tmp_path: Path, monkeypatch: pytest.Monke
     assert calls.count("zzz") <= len({r["item_id"] for r in rows}) * 2  # per task (and swap)
 
 
+def _stored(
+    tmp_path: Path,
+) -> tuple[Config, Any, Any, list[dict[str, Any]], LatestRows, list[Path]]:
+    """The test rows (hex keys, in canonical order) stored as raw parts under ``tmp_path``:
+    config, suite, items, the rows, their latest rows read back, the parts."""
+    cfg = _config(tmp_path)
+    suite = get_suite("golden", cfg)
+    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
+    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
+    latest = _latest(tmp_path / "store", plain)
+    return cfg, suite, items, plain, latest, raw_files(tmp_path / "store", "golden")
+
+
 @pytest.mark.parametrize("bucket_rows", [1, 8, 64, 10**6], ids=["256-buckets", "64", "8", "one"])
 def test_grading_by_chunk_writes_the_file_grading_whole_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket_rows: int
@@ -247,12 +260,7 @@ def test_grading_by_chunk_writes_the_file_grading_whole_writes(
 
     monkeypatch.setattr(artifacts, "_WRITE_ROWS", 50)
     monkeypatch.setattr(artifacts, "_PIECE_ROWS", 16)
-    cfg = _config(tmp_path)
-    suite = get_suite("golden", cfg)
-    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
-    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
-    latest = _latest(tmp_path / "store", plain)
-    files = raw_files(tmp_path / "store", "golden")
+    cfg, suite, items, plain, latest, files = _stored(tmp_path)
     whole = tmp_path / "whole.parquet"
     meta = {"stage_key": "k"}
     table = artifacts.normalize_graded(grade(cfg, suite, items, latest))
@@ -280,12 +288,7 @@ def test_a_judge_reply_in_another_chunk_still_grades_its_answer(
     missed them)."""
     from sealedeval.stages import chunked
 
-    cfg = _config(tmp_path)
-    suite = get_suite("golden", cfg)
-    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
-    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
-    latest = _latest(tmp_path / "store", plain)
-    files = raw_files(tmp_path / "store", "golden")
+    cfg, suite, items, _plain, latest, files = _stored(tmp_path)
     table = artifacts.normalize_graded(grade(cfg, suite, items, latest))
     judged = sum(1 for g in table if g["grader"] == "judge")
     assert judged
@@ -312,12 +315,7 @@ def test_the_analysis_by_chunk_is_the_analysis_of_all_rows(
     from sealedeval.stages import chunked
 
     monkeypatch.setattr(artifacts, "_WRITE_ROWS", 50)
-    cfg = _config(tmp_path)
-    suite = get_suite("golden", cfg)
-    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
-    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
-    latest = _latest(tmp_path / "store", plain)
-    files = raw_files(tmp_path / "store", "golden")
+    cfg, suite, items, plain, latest, files = _stored(tmp_path)
     graded = artifacts.normalize_graded(grade(cfg, suite, items, latest))
     path = tmp_path / "graded.parquet"
     artifacts.write_graded(path, graded)
@@ -337,12 +335,7 @@ def test_a_graded_file_out_of_the_rows_order_is_analysed_whole(tmp_path: Path) -
     latest row) cannot be cut by cell: ``row_chunks`` says so and the stage reads rows whole."""
     from sealedeval.stages import chunked
 
-    cfg = _config(tmp_path)
-    suite = get_suite("golden", cfg)
-    items = suite.generate(GenerateContext(cfg=cfg, seed=7))
-    plain = sorted(_rows(cfg, hex_keys=True), key=lambda r: (r["engine"], r["request_key"]))
-    latest = _latest(tmp_path / "store", plain)
-    files = raw_files(tmp_path / "store", "golden")
+    cfg, suite, items, _plain, latest, files = _stored(tmp_path)
     graded = artifacts.normalize_graded(grade(cfg, suite, items, latest))
     path = tmp_path / "graded.parquet"
     backwards = [dict(g) for g in graded][::-1]

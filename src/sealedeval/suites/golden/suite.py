@@ -33,6 +33,7 @@ from sealedeval.run import agent as _agent  # noqa: F401  (registers the agent s
 from sealedeval.seal.design import added_engines, to_exploratory
 from sealedeval.stages.artifacts import GradedRows
 from sealedeval.stages.chunked import whole_rows
+from sealedeval.stages.grade import IDENTITY_COLUMNS
 from sealedeval.stats.comparisons import adjust_families
 from sealedeval.stats.metrics import Metric, sort_metrics
 from sealedeval.store.columns import Coded
@@ -371,7 +372,7 @@ class GoldenSuite:
         }
 
 
-GRADE_COLUMNS = ("request_key", "engine", "item_id", "condition", "repeat", "status", "output_text")
+GRADE_COLUMNS = (*IDENTITY_COLUMNS, "output_text")
 """The raw columns golden's grading reads: a graded row's identity, the answer."""
 
 
@@ -392,16 +393,7 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str, in
     }
 
 
-ANALYZE_COLUMNS = (
-    "request_key",
-    "engine",
-    "item_id",
-    "condition",
-    "repeat",
-    "status",
-    "error_kind",
-    "trajectory",
-)
+ANALYZE_COLUMNS = (*IDENTITY_COLUMNS, "error_kind", "trajectory")
 """The raw columns golden's analysis reads of every row (the rest of a few rows only)."""
 
 

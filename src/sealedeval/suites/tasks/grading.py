@@ -109,16 +109,7 @@ def iter_rows(
     # By column: a raw row read field by field (a dozen reads per answer) was a fifth of the
     # grade stage at a million answers.
     conds, keys, engines, item_ids, repeats, statuses, outputs = (
-        record_column(rows, c)
-        for c in (
-            "condition",
-            "request_key",
-            "engine",
-            "item_id",
-            "repeat",
-            "status",
-            "output_text",
-        )
+        record_column(rows, c) for c in GRADE_COLUMNS[:7]
     )
     for i, cond in enumerate(conds):
         if cond != ANSWER:
