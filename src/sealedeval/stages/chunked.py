@@ -1,4 +1,4 @@
-"""The grade stage a chunk of the latest rows at a time: its memory does not grow with the rows.
+"""The grade and analyze stages a chunk of the latest rows at a time: memory flat in the rows.
 
 Graded whole, a suite's latest rows and their graded table are in memory together: at ten
 million rows the grade stage took 1.05 GB, ~65 bytes a row more than at two million
@@ -12,6 +12,12 @@ the same file, byte for byte, as grading every row at once.
 What grading a row reads of other rows (golden: a judge's reply on an answer, in the judge's
 own row) is found first, in a pass over every cell (the suite's ``grade_scan``), and handed to
 each cell's grading (``GradeContext.shared``).
+
+The analysis reads the same cells (``row_chunks``: a ``plugins.RowChunks``), each with its
+rows' categories off its stretch of the graded file, which is in the same order
+(``graded_bounds``); ``whole_rows`` gives rows held whole the same face, one stretch per
+engine, so a suite writes its analysis once. The seal summary counts by cell as well, an
+engine's planned keys matched against its cells' keys bucket by bucket (``planned_missing``).
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from sealedeval.store.columns import Coded, HexKeys, hex_packed
 from sealedeval.store.raw import RowsAt, part_rows, record_column, rows_at
 
 CHUNK_ROWS = 1 << 18
-"""Attempts per key-prefix bucket (about: a power of two of buckets) when grading by chunk: a
-cell of 262,144 golden answers is graded in ~0.3 GB (``benchmarks/scale.py --stages``)."""
+"""Attempts per key-prefix bucket (about: a power of two of buckets) when grading or analysing
+by chunk: a cell of 262,144 golden answers is graded in ~0.3 GB (``benchmarks/scale.py
+--stages``; docs/benchmarks.md)."""
 
 ItemsFor = Callable[[set[str]], Sequence[Mapping[str, Any]]]
 """The suite's items for the rubric hashes its latest rows carry."""
