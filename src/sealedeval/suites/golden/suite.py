@@ -13,6 +13,7 @@ contamination probes (``probing.py``). Every call is a raw row, so the audit cov
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -464,22 +465,23 @@ class _EnginePass:
         answers = np.sort(
             np.concatenate([g for c, g in groups.items() if kind[c] == "answer"] or [order[:0]])
         )
+        handle = np.asarray(where)
         main_local: list[int] = []
         for c, at in sorted(groups.items(), key=lambda cg: int(cg[1][0])):
             cond, k = str(values[c]), kind[c]
-            local = at.tolist()
             if k != "answer":
                 continue
             if cond not in self._known:
                 self._known.add(cond)
                 self.conds.append(cond)
+            local = _index(at)  # 4 bytes a row: a list of ten million ints was ~0.4 GB
             view = RowsAt(rows, local)
             view_cats = Coded(local, cats)
             bname, what = design.split_condition(cond)
             if cond.endswith("/main"):
-                self.main.setdefault(cond, []).extend(int(where[i]) for i in local)
+                self.main.setdefault(cond, []).extend(handle[at].tolist())
                 self.main_cats.setdefault(cond, []).extend(view_cats)
-                main_local += local
+                main_local += at.tolist()
             elif what == "sample":
                 self.sample.setdefault(cond, plan.Repeats()).add(view, view_cats)
             if bname in self.tools and (what == "main" or what == "sample"):
@@ -487,10 +489,10 @@ class _EnginePass:
         for k, name in (("judge", self.judge), ("probe", self.probe)):
             mine = [g for c, g in groups.items() if kind[c] == k]
             if mine:
-                name.extend(int(where[i]) for i in np.sort(np.concatenate(mine)).tolist())
+                name.extend(handle[np.sort(np.concatenate(mine))].tolist())
         if len(answers):
-            a = answers.tolist()
-            self.top.add(RowsAt(rows, a), Coded(a, cats), [int(where[i]) for i in a])
+            a = _index(answers)
+            self.top.add(RowsAt(rows, a), Coded(a, cats), handle[answers])
         if main_local:
             self.main_graded += chunk.graded_where(sorted(main_local))
 
@@ -502,6 +504,16 @@ class _EnginePass:
         for best in self.top.best.values():
             out += [w for _, _, w in best]
         return out
+
+
+def _index(at: Any) -> array[int]:
+    """Row indices (numpy) as the unsigned array a ``RowsAt`` view and a ``Coded`` column
+    hold, without a Python int per row."""
+    import numpy as np
+
+    out = array("I")
+    out.frombytes(at.astype(np.uint32).tobytes())
+    return out
 
 
 def _codes(col: Sequence[Any]) -> tuple[Any, Sequence[Any]]:
