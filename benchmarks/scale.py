@@ -47,7 +47,8 @@ Arrow's share of memory whatever the layout.
 Targets (issue #7, issue #11 for the whole build): under 2 minutes and under 2 GB for
 1,000,000 rows; issue #28 item 3: under 40 s and 1 GB for 1,000,000 rows (met since b005184),
 under 10 minutes and 2 GB for 10,000,000 (both met since 5ade0d6: 100.4 s, 1,545 MB at
-7f2807c; 98.4 s, 1,536 MB at d0a0c89; 101.2 s, 1,320 MB at 35db1f9; docs/benchmarks.md has
+7f2807c; 98.4 s, 1,536 MB at d0a0c89; 101.2 s, 1,320 MB at 35db1f9; 107.5 s, 1,279 MB at
+171523c; docs/benchmarks.md has
 the figures, what moved them, and the workflow's own grade, analyze and publish stages at
 10,000,000 rows: ``--stages``). The ``build`` measured here derives every stage in memory, as
 the audit does; the workflow's grade and analyze stages read past 2^18 attempts a key-prefix
