@@ -88,7 +88,9 @@ def grade_by_chunk(
     if columns is None or scan is None:
         return None
     rows_per = CHUNK_ROWS if bucket_rows is None else bucket_rows
-    with latest_buckets(files, bucket_rows=rows_per, columns=columns) as lb:
+    with latest_buckets(
+        files, bucket_rows=rows_per, columns=columns, distinct=("rubric_sha256",)
+    ) as lb:
         if lb is None:
             return None
         give_back_memory()  # the split's Arrow buffers
@@ -96,17 +98,15 @@ def grade_by_chunk(
             (e, b) for e in range(len(lb.engines)) for b in range(lb.buckets) if lb.counts[e, b]
         ]
         shared: dict[str, dict[Any, Any]] = {}
-        hashes: set[str] = set()
         for e, b in cells:
             rows = lb.cell(e, b)
-            hashes.update(str(h) for h in set(record_column(rows, "rubric_sha256")))
-            # the items follow from the rubric hashes, known once every cell is read
+            # no items yet: they follow from the rubric hashes, known once every cell is read
             found = scan(GradeContext(cfg=cfg, items=(), rows=rows))
             for name, values in found.items():
                 shared.setdefault(name, {}).update(values)
             del rows
             give_back_memory()
-        items = items_for(hashes)
+        items = items_for({str(h) for h in lb.distinct["rubric_sha256"]})
         with tempfile.TemporaryDirectory(prefix="sealedeval-graded-") as tmp:
             out = GradedChunks(Path(tmp))
             for e, b in cells:
@@ -304,10 +304,14 @@ def engine_rows(
     """Each engine's rows and their handles, stretch after stretch, without their graded rows
     (what the completeness summary counts)."""
     for engine in src.engines:
-        if isinstance(src, _Cells):
-            yield engine, src.rows_only(engine)
-        else:
-            yield engine, ((c.rows, c.where) for c in src.chunks(engine))
+        yield engine, stretches(src, engine)
+
+
+def stretches(src: RowChunks, engine: str) -> Iterator[tuple[Sequence[Row], Sequence[int]]]:
+    """One engine's rows and handles, stretch after stretch (by cell: no graded rows read)."""
+    if isinstance(src, _Cells):
+        return src.rows_only(engine)
+    return ((c.rows, c.where) for c in src.chunks(engine))
 
 
 class EngineRows(Sequence[Row]):
@@ -322,7 +326,7 @@ class EngineRows(Sequence[Row]):
     def _all(self) -> Sequence[Row]:
         if self._rows is None:
             where: list[int] = []
-            for _rows, at in dict(engine_rows(self._src))[self._engine]:
+            for _rows, at in stretches(self._src, self._engine):
                 where += [int(w) for w in at]
             self._rows = self._src.rows_at(where)
         return self._rows

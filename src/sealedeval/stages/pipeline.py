@@ -243,7 +243,7 @@ def _completeness_by_chunk(
                 planned = set(_planned(suite, ctx, chunked.EngineRows(src, eng)))
                 have = {
                     str(k)
-                    for rows, _ in dict(chunked.engine_rows(src))[eng]
+                    for rows, _ in chunked.stretches(src, eng)
                     for k in record_column(rows, "request_key")
                     if str(k) in planned
                 }
