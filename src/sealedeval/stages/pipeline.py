@@ -166,7 +166,7 @@ def completeness(
     for i, e in enumerate(engines):
         view = by_engine.get(str(e))
         if view is None:
-            view = by_engine[str(e)] = RowsAt(rows, [])
+            view = by_engine[str(e)] = RowsAt(rows)
         view.append(i)
     seed = suite_seed(cfg, name, hash_label({str(h) for h in record_column(rows, "rubric_sha256")}))
     counts = {}

@@ -401,6 +401,7 @@ class _LatestColumns:
         self._paths = list(paths)
         self._n = len(take)
         self.loaded: dict[str, Sequence[Any]] = {}
+        self.by_column = False  # never every column at once (``rows_at``)
         self.eager = self._n <= _EAGER_ROWS
         self.held: pa.Table | None = None  # columns already read (``rows_at``)
         # per part: the output slots its chosen rows fill, their rows within the part and the
@@ -429,7 +430,7 @@ class _LatestColumns:
         if self.held is not None:
             out.held = self.held.take(pa.array(np.asarray(at, dtype=np.int64)))
         else:
-            out.eager = out._n <= _EAGER_ROWS
+            out.eager = not self.by_column and out._n <= _EAGER_ROWS
         for p, where, local, held in self._parts:
             slot = np.searchsorted(at, where)
             hit = at[np.minimum(slot, max(len(at) - 1, 0))] == where if len(at) else slot < 0
@@ -732,12 +733,10 @@ def rows_at(
     the same for the rows' columns without ``held`` (a few rows spread over many parts,
     whose every column would be the parts' every column's row groups)."""
     cols = _LatestColumns(paths, sizes, take)
-    if by_column:
-        cols.eager = False
-    if held is not None:
-        if held.num_rows != len(take):
-            raise ValueError("held columns must have a row per position taken")
-        cols.eager, cols.held = False, held
+    if held is not None and held.num_rows != len(take):
+        raise ValueError("held columns must have a row per position taken")
+    if by_column or held is not None:
+        cols.by_column, cols.eager, cols.held = True, False, held
     return LatestRows(cols, len(take))
 
 
