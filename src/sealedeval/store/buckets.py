@@ -210,6 +210,8 @@ def latest_buckets(
     exist, not memory. ``distinct``: carried columns whose distinct values among the latest
     rows are gathered as the buckets are chosen (``LatestBuckets.distinct``: few values, such
     as the rubric hash the rows were run under)."""
+    if not set(distinct) <= set(columns):
+        raise ValueError("distinct columns must be carried columns")
     where = Path(tempfile.mkdtemp(prefix="sealedeval-latest-"))
     rows = BUCKET_ROWS if bucket_rows is None else bucket_rows
     try:
