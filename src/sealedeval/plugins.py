@@ -96,6 +96,9 @@ class RowChunk:
     graded_where: Callable[[Sequence[int]], list[int]]
     """The handles (``RowChunks.graded_at``) of the graded rows of the rows at these indices
     of ``rows``, in graded order."""
+    graded_rows: Callable[[], Sequence[Row]]
+    """The graded rows of all of ``rows``, in graded order (an analysis that reads every
+    answer's grades: read when called, held by the stretch's reader only)."""
 
 
 class RowChunks(Protocol):

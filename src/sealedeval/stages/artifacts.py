@@ -30,7 +30,15 @@ from sealedeval.canonical import compact, dumps
 from sealedeval.errors import UserError
 from sealedeval.fsutil import atomic_path, write_text_atomic
 from sealedeval.store.arrow import pa
-from sealedeval.store.columns import Coded, HexKeys, code_array, codes_view, hex_packed
+from sealedeval.store.columns import (
+    Coded,
+    HexKeys,
+    at_positions,
+    code_array,
+    codes_view,
+    hex_packed,
+)
+from sealedeval.store.raw import RowsAt
 
 ITEMS_DIR = Path("results/items")
 GRADED_DIR = Path("results/graded")
@@ -737,6 +745,8 @@ def graded_column(graded: Sequence[Mapping[str, Any]], name: str) -> Sequence[An
     ``graded`` is a ``GradedRows``, else the values gathered row by row."""
     if isinstance(graded, GradedRows):
         return graded.column(name)
+    if isinstance(graded, RowsAt) and isinstance(graded.base, GradedRows):
+        return at_positions(graded.base.column(name), graded.positions)
     return [g[name] for g in graded]
 
 

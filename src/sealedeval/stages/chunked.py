@@ -142,11 +142,15 @@ class _Whole:
             raw = [at[i] for i in local]
             return _graded_of(self._at_raw, raw, graded_column(self._graded, "engine"), engine)
 
+        def graded_rows() -> Sequence[Row]:
+            return RowsAt(self._graded, graded_where(range(len(at))))
+
         yield RowChunk(
             rows=RowsAt(self._rows, at),
             categories=Coded(at, self._cats),
             where=at,
             graded_where=graded_where,
+            graded_rows=graded_rows,
         )
 
     def rows_at(self, where: Sequence[int]) -> Sequence[Row]:
@@ -212,6 +216,7 @@ class _Cells:
                 categories=cats,
                 where=lb.cell_positions(e, b),
                 graded_where=graded_where,
+                graded_rows=_held(graded),
             )
             del rows, graded, at_raw, cats
             give_back_memory()
@@ -234,6 +239,11 @@ class _Cells:
         import numpy as np
 
         return read_graded(self._path, np.asarray(where, dtype=np.int64))
+
+
+def _held(rows: Sequence[Row]) -> Callable[[], Sequence[Row]]:
+    """A stretch's graded rows, already read, as ``RowChunk.graded_rows``."""
+    return lambda: rows
 
 
 def graded_bounds(lb: LatestBuckets, graded: Path) -> Any | None:

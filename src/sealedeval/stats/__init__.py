@@ -18,6 +18,7 @@ from ._agreement import agreement, cohen_kappa
 from ._bayes import beta_interval, prob_a_better
 from ._bootstrap import bootstrap_by_group, paired_bootstrap, stratified_bootstrap
 from ._contamination import mean_nll, min_k_prob, perplexity
+from ._exactsum import ExactSum
 from ._mcnemar import mcnemar_midp
 from ._mde import (
     VarianceComponents,
@@ -50,6 +51,7 @@ __all__ = [
     "MIN_N_BOOTSTRAP",
     "MIN_UNLABELLED",
     "Z_95",
+    "ExactSum",
     "Look",
     "MeanInterval",
     "PPIMean",

@@ -339,20 +339,45 @@ def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     ``refused`` rows (the engine declined) count as errors here, like any other row that did not
     produce a gradable answer; ``errors_by_kind`` says which.
     """
-    n = ok = 0
-    kinds: Counter[str] = Counter()
+    counts = StatusCounts()
     for r in rows:
-        n += 1
-        if r.get("status") == "ok":
-            ok += 1
+        counts.add(r.get("status"), r.get("error_kind"))
+    return counts.counts()
+
+
+class StatusCounts:
+    """``status_counts`` taken a row or a column at a time (an analysis that reads rows a
+    stretch at a time counts each stretch's status and error-kind columns): the one place
+    that says a row is ok when its status is ``ok`` and else counts under its error kind,
+    or its status."""
+
+    __slots__ = ("kinds", "n", "ok")
+
+    def __init__(self) -> None:
+        self.n = self.ok = 0
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, status: Any, error_kind: Any) -> None:
+        """Count one row."""
+        self.n += 1
+        if status == "ok":
+            self.ok += 1
         else:
-            kinds[str(r.get("error_kind") or r.get("status") or "error")] += 1
-    return {
-        "n_total": n,
-        "n_ok": ok,
-        "n_error": n - ok,
-        "errors_by_kind": dict(sorted(kinds.items())),
-    }
+            self.kinds[str(error_kind or status or "error")] += 1
+
+    def add_columns(self, statuses: Iterable[Any], error_kinds: Iterable[Any]) -> None:
+        """Count the rows of a status column and its error-kind column (aligned)."""
+        for status, kind in zip(statuses, error_kinds, strict=True):
+            self.add(status, kind)
+
+    def counts(self) -> dict[str, Any]:
+        """The block: n_total, n_ok, n_error, errors_by_kind (sorted by kind)."""
+        return {
+            "n_total": self.n,
+            "n_ok": self.ok,
+            "n_error": self.n - self.ok,
+            "errors_by_kind": dict(sorted(self.kinds.items())),
+        }
 
 
 def sort_metrics(metrics: Iterable[Metric]) -> list[Metric]:

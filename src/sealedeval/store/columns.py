@@ -112,6 +112,15 @@ class Coded(Sequence[Any]):
         return Coded(out, self.values)
 
 
+def at_positions(column: Sequence[Any], positions: array[int]) -> Sequence[Any]:
+    """The values of ``column`` at ``positions`` (a ``RowsAt`` view's), without a Python
+    object per row: a coded column's codes taken there, else a view coding into the column
+    itself (do not change it)."""
+    if isinstance(column, Coded):
+        return column.taken(codes_view(positions))
+    return Coded(positions, column)
+
+
 @functools.cache
 def _digit_values() -> Any:
     """Byte → value of a lowercase hex digit, 255 for every other byte."""

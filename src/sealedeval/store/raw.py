@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from sealedeval.errors import UserError
 from sealedeval.fsutil import atomic_path
 from sealedeval.store.arrow import pa
-from sealedeval.store.columns import Coded, HexKeys, code_array, hex_packed
+from sealedeval.store.columns import Coded, HexKeys, at_positions, code_array, hex_packed
 from sealedeval.store.schema import RAW_SCHEMA
 
 RAW_ROOT = Path("results/raw")
@@ -1058,6 +1058,11 @@ class RowsAt(Sequence[Row]):
         """The rows' positions in the underlying rows (do not change them)."""
         return self._at
 
+    @property
+    def base(self) -> Sequence[Row]:
+        """The underlying rows (a column reader takes their columns at ``positions``)."""
+        return self._rows
+
     def append(self, i: int) -> None:
         """Add the row at position ``i`` of the underlying rows (building the view)."""
         self._at.append(i)
@@ -1092,4 +1097,6 @@ def record_column(rows: Sequence[Mapping[str, Any]], name: str) -> Sequence[Any]
     ``rows`` are ``latest_records``' own, else the values gathered row by row."""
     if isinstance(rows, LatestRows) and name in _INDEX:
         return rows.latest_columns.column(_INDEX[name])
+    if isinstance(rows, RowsAt) and isinstance(rows.base, LatestRows) and name in _INDEX:
+        return at_positions(rows.base.latest_columns.column(_INDEX[name]), rows.positions)
     return [r[name] for r in rows]

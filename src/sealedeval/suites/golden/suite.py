@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from sealedeval.stages.artifacts import GradedRows
 from sealedeval.stages.chunked import whole_rows
 from sealedeval.stages.grade import IDENTITY_COLUMNS
 from sealedeval.stats.comparisons import adjust_families
-from sealedeval.stats.metrics import Metric, sort_metrics
+from sealedeval.stats.metrics import Metric, StatusCounts, sort_metrics
 from sealedeval.store.columns import Coded
 from sealedeval.store.raw import RowsAt, record_column
 from sealedeval.suites.golden import design, judging, plan, probing, prompts, rubric
@@ -398,32 +398,6 @@ ANALYZE_COLUMNS = (*IDENTITY_COLUMNS, "error_kind", "trajectory")
 """The raw columns golden's analysis reads of every row (the rest of a few rows only)."""
 
 
-class _Status:
-    """``status_counts`` taken a stretch at a time."""
-
-    def __init__(self) -> None:
-        self.n = self.ok = 0
-        self.kinds: Counter[str] = Counter()
-
-    def add(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for status, kind in zip(
-            record_column(rows, "status"), record_column(rows, "error_kind"), strict=True
-        ):
-            self.n += 1
-            if status == "ok":
-                self.ok += 1
-            else:
-                self.kinds[str(kind or status or "error")] += 1
-
-    def counts(self) -> dict[str, Any]:
-        return {
-            "n_total": self.n,
-            "n_ok": self.ok,
-            "n_error": self.n - self.ok,
-            "errors_by_kind": dict(sorted(self.kinds.items())),
-        }
-
-
 class _EnginePass:
     """What golden's analysis keeps of one engine's rows, read a stretch at a time in the
     canonical order: counts for the tables over every answer (status, repeats, agent runs,
@@ -433,7 +407,7 @@ class _EnginePass:
 
     def __init__(self, tools: set[str]) -> None:
         self.tools = tools
-        self.status = _Status()
+        self.status = StatusCounts()
         self.first = -1
         self.conds: list[str] = []
         self._known: set[str] = set()
@@ -454,7 +428,7 @@ class _EnginePass:
             return
         if self.first < 0:
             self.first = int(where[0])
-        self.status.add(rows)
+        self.status.add_columns(record_column(rows, "status"), record_column(rows, "error_kind"))
         conds = record_column(rows, "condition")
         codes, values = _codes(conds)
         kind = [design.condition_kind(str(c)) for c in values]

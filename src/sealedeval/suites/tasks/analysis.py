@@ -38,6 +38,7 @@ and per solved item, the judge's spend on grading them, and the answer latency p
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -46,8 +47,10 @@ from typing import Any
 from sealedeval import stats
 from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
+from sealedeval.plugins import RowChunk, RowChunks
 from sealedeval.seal.design import EXPLORATORY_FAMILY
 from sealedeval.stages.artifacts import GradedRows, graded_column
+from sealedeval.stages.grade import IDENTITY_COLUMNS
 from sealedeval.stats.comparisons import (
     BINARY_TEST,
     DEFAULT_DELTA,
@@ -59,15 +62,15 @@ from sealedeval.stats.comparisons import (
 from sealedeval.stats.metrics import (
     CONFIRMATORY,
     Metric,
+    StatusCounts,
     binomial_se,
     mean_metric,
     metric,
     point_metric,
     rate_metric,
     sort_metrics,
-    status_counts,
 )
-from sealedeval.store.raw import RowsAt
+from sealedeval.store.raw import RowsAt, record_column
 from sealedeval.suites.tasks.data import AuditLabel, Data, answerable
 from sealedeval.suites.tasks.grading import ABSTAINED, CORRECT, ERROR, WRONG
 from sealedeval.suites.tasks.plan import ANSWER, audit_items, parse_judge_condition
@@ -117,22 +120,128 @@ def one_sided_p(k: int, n: int) -> float:
     return float(Fraction(tail, 2**n))
 
 
-class _Engine:
-    """One answering engine's answers, graded: outcomes per grader per item."""
+ANALYZE_COLUMNS = (
+    *IDENTITY_COLUMNS,
+    "error_kind",
+    "model",
+    "finish_reason",
+    "cost_usd",
+    "latency_s",
+    "tokens_in",
+    "tokens_out",
+)
+"""The raw columns the analysis reads of every row (the rest of a few calibration rows)."""
 
-    def __init__(self, data: Data, name: str, rows: Sequence[Row], graded: Sequence[Row]) -> None:
+
+def _put(per_item: dict[str, array[int]], item: str, repeat: int, passed: bool) -> None:
+    """Keep one answer's (repeat, passed) as ``repeat * 2 + passed``: 4 bytes an answer
+    (a list of tuples was ~70), and sorted, the codes are the pairs in (repeat, passed)
+    order."""
+    codes = per_item.get(item)
+    if codes is None:
+        codes = per_item[item] = array("I")
+    codes.append(repeat * 2 + passed)
+
+
+def _in_order(codes: array[int]) -> list[bool]:
+    """An item's outcomes in repeat order, from its codes (``_put``)."""
+    return [bool(c & 1) for c in sorted(codes)]
+
+
+class _Judged:
+    """One judge grader's verdicts on one engine's answers, counted: its ok rows, those it
+    could judge (no order missing), how many passed, whether the two orders agreed, and the
+    (judge passed, primary correct) table of the answers the primary grader graded."""
+
+    __slots__ = ("consistent", "n_answers", "n_judged", "n_pass", "table")
+
+    def __init__(self) -> None:
+        self.n_answers = self.n_judged = self.n_pass = 0
+        self.consistent = [0, 0]  # (agreeing, known)
+        self.table: Counter[tuple[bool, bool]] = Counter()
+
+    def pairs(self) -> tuple[list[bool], list[bool]]:
+        """The (judge, primary) verdict lists of the table (agreement and κ read counts)."""
+        jj: list[bool] = []
+        pp: list[bool] = []
+        for (judge, prim), n in sorted(self.table.items()):
+            jj += [judge] * n
+            pp += [prim] * n
+        return jj, pp
+
+
+class _Engine:
+    """What the analysis keeps of one answering engine's answers and their grades, read a
+    stretch at a time in the canonical order: counts (status, categories, repeats, the
+    abstention table, the judges'), exact sums (cost, latency) and, per grader, each item's
+    (repeat, passed) codes. It grows with the items, not with their answers' rows."""
+
+    def __init__(self, data: Data, name: str, answerable_ids: set[str]) -> None:
         self.name = name
-        self.rows = rows
-        keys = {r["request_key"] for r in rows}
-        # Column by column over this engine's positions: a graded row read field by field,
-        # and the primary outcomes scanned again by each of their five readers, were most of
-        # the analysis at a million answers (``benchmarks/scale.py --suite tasks``).
-        gkey = graded_column(graded, "request_key")
-        at = [j for j, k in enumerate(gkey) if k in keys]
-        self.graded: Sequence[Row] = RowsAt(graded, at)
-        gids, cats, items, reps, passed, statuses, graders, details = (
+        self.primary = data.spec.primary
+        self._answerable = answerable_ids
+        self.model: str | None = None
+        self.status = StatusCounts()
+        self.categories: Counter[str] = Counter()
+        self.truncated = 0
+        self.cost = stats.ExactSum()
+        self.latency = stats.ExactSum()
+        self.tokens_in = self.tokens_out = 0
+        self.answered: set[str] = set()
+        self.n_error_answerable = 0
+        # grader id -> item -> codes of the answers that grader could grade
+        self.outcomes: dict[str, dict[str, array[int]]] = defaultdict(dict)
+        # item -> codes of the primary grader's completed answers (passed: correct)
+        self._primary: dict[str, array[int]] = {}
+        self.per_repeat: dict[int, list[int]] = {}  # repeat -> [completed, correct]
+        # answerable item -> [correct, wrong, abstained, other] of its completed answers
+        self.abstention: dict[str, list[int]] = {}
+        self.judged = {g.id: _Judged() for g in data.spec.judges()}
+
+    @property
+    def n_rows(self) -> int:
+        return self.status.n
+
+    def add(self, chunk: RowChunk, answers: Sequence[int]) -> None:
+        """The answer rows of a stretch (``answers``: their indices in it) and their grades."""
+        rows = chunk.rows
+        keys, items, statuses, kinds, finish, cost, latency, t_in, t_out = (
+            _raw_column(rows, c)
+            for c in (
+                "request_key",
+                "item_id",
+                "status",
+                "error_kind",
+                "finish_reason",
+                "cost_usd",
+                "latency_s",
+                "tokens_in",
+                "tokens_out",
+            )
+        )
+        if self.model is None and answers:
+            self.model = str(rows[answers[0]]["model"])
+        mine = {keys[j] for j in answers}
+        for j in answers:
+            status, item = statuses[j], str(items[j])
+            self.status.add(status, kinds[j])
+            self.answered.add(item)
+            if status == "ok":
+                if finish[j] == "length":
+                    self.truncated += 1
+            elif item in self._answerable:
+                self.n_error_answerable += 1
+            self.tokens_in += int(t_in[j] or 0)
+            self.tokens_out += int(t_out[j] or 0)
+        self.cost.add(float(cost[j] or 0.0) for j in answers)
+        self.latency.add(float(latency[j] or 0.0) for j in answers if statuses[j] == "ok")
+        self._add_graded(chunk.graded_rows(), mine, [keys[j] for j in answers])
+
+    def _add_graded(self, graded: Sequence[Row], mine: set[Any], answer_keys: list[Any]) -> None:
+        gkeys, gids, cats, items, reps, passed, statuses, graders, details = (
             _column(graded, c)
             for c in (
+                "request_key",
                 "grader_id",
                 "category",
                 "item_id",
@@ -143,56 +252,135 @@ class _Engine:
                 "details",
             )
         )
-        self.primary = data.spec.primary
-        # grader id -> item -> [(repeat, passed)] over the answers that grader could grade
-        self.outcomes: dict[str, dict[str, list[tuple[int, bool]]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
-        self.categories: dict[str, str] = {}
-        # item -> [(repeat, correct)] over the primary grader's completed answers
-        self._primary: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+        at = [j for j, k in enumerate(gkeys) if k in mine]
+        primary = self.primary
+        category: dict[Any, Any] = {}  # the primary grader's category of each answer
+        correct: dict[Any, bool] = {}  # ... where it completed: correct or not
         for j in at:
-            gid, cat = str(gids[j]), cats[j]
-            if gid == self.primary:
-                self.categories[str(gkey[j])] = str(cat)
-                if cat != ERROR:
-                    self._primary[str(items[j])].append((int(reps[j]), cat == CORRECT))
+            if str(gids[j]) == primary:
+                category[gkeys[j]] = cats[j]
+                if cats[j] != ERROR:
+                    correct[gkeys[j]] = cats[j] == CORRECT
+        self.categories.update(str(category.get(k, ERROR)) for k in answer_keys)
+        for j in at:
+            gid, item, rep = str(gids[j]), str(items[j]), int(reps[j])
+            if gid == primary:
+                cat = cats[j]
                 gradable = bool(cat != ERROR)
+                if gradable:
+                    right = cat == CORRECT
+                    _put(self._primary, item, rep, right)
+                    tally = self.per_repeat.setdefault(rep, [0, 0])
+                    tally[0] += 1
+                    tally[1] += right
+                    if item in self._answerable:
+                        kinds = self.abstention.setdefault(item, [0, 0, 0, 0])
+                        kinds[_ABSTENTION_INDEX.get(str(cat), 3)] += 1
             else:
                 gradable = _gradable_fields(statuses[j], graders[j], details[j])
             if gradable:
-                self.outcomes[gid][str(items[j])].append((int(reps[j]), bool(passed[j])))
-        for per_item in self.outcomes.values():
-            for v in per_item.values():
-                v.sort()
+                _put(self.outcomes[gid], item, rep, bool(passed[j]))
+            judged = self.judged.get(gid)
+            if judged is not None and statuses[j] == "ok":
+                judged.n_answers += 1
+                if _gradable_fields(statuses[j], graders[j], details[j]):
+                    judged.n_judged += 1
+                    judged.n_pass += bool(passed[j])
+                    agreed = (details[j] or {}).get("consistent")
+                    if agreed is not None:
+                        judged.consistent[0] += bool(agreed)
+                        judged.consistent[1] += 1
+                    if gid != primary and gkeys[j] in correct:
+                        judged.table[(bool(passed[j]), correct[gkeys[j]])] += 1
 
     def item_outcomes(self, gid: str) -> dict[str, list[bool]]:
-        return {i: [p for _, p in v] for i, v in sorted(self.outcomes[gid].items())}
+        return {i: _in_order(v) for i, v in sorted(self.outcomes[gid].items())}
 
     def primary_outcomes(self) -> dict[str, list[bool]]:
         """The primary verdict: correct (not merely passed) per completed answer."""
-        return {i: [p for _, p in sorted(v)] for i, v in sorted(self._primary.items())}
+        return {i: _in_order(v) for i, v in sorted(self._primary.items())}
+
+    def judged_answers(self, gid: str) -> dict[tuple[str, int], bool]:
+        """``gid``'s verdict on each (item, repeat) it graded (the last of equal pairs)."""
+        return {
+            (i, c >> 1): bool(c & 1)
+            for i, codes in self.outcomes.get(gid, {}).items()
+            for c in sorted(codes)
+        }
+
+
+_ABSTENTION_INDEX = {CORRECT: 0, WRONG: 1, ABSTAINED: 2}
+
+
+class _JudgeCalls:
+    """What the analysis keeps of the judge calls (every engine's ``judge/`` rows), read a
+    stretch at a time: per (judge engine, grader) the status counts and the handles of its
+    ok calibration calls (their replies are read again at the end); per judge engine its
+    first model, status counts and cost; per answering engine the cost of judging it."""
+
+    def __init__(self) -> None:
+        self.by_grader: dict[tuple[str, str], StatusCounts] = {}
+        self.calibration: dict[tuple[str, str], list[int]] = {}
+        self.by_engine: dict[str, tuple[str, StatusCounts, stats.ExactSum]] = {}
+        self.on_answers: dict[str, stats.ExactSum] = defaultdict(stats.ExactSum)
+        self._parsed: dict[str, tuple[str, str, str, str] | None] = {}
+
+    def add(self, engine: str, chunk: RowChunk, calls: Sequence[int]) -> None:
+        if not calls:
+            return
+        rows = chunk.rows
+        conds, statuses, kinds, cost = (
+            _raw_column(rows, c) for c in ("condition", "status", "error_kind", "cost_usd")
+        )
+        if engine not in self.by_engine:
+            first = rows[calls[0]]["model"]
+            self.by_engine[engine] = (str(first), StatusCounts(), stats.ExactSum())
+        _, counts, spent = self.by_engine[engine]
+        counts.add_columns((statuses[j] for j in calls), (kinds[j] for j in calls))
+        spent.add(float(cost[j] or 0.0) for j in calls)
+        judging: dict[str, list[float]] = defaultdict(list)
+        for j in calls:
+            cond = str(conds[j])
+            if cond not in self._parsed:
+                self._parsed[cond] = parse_judge_condition(cond)
+            parsed = self._parsed[cond]
+            if parsed is None:
+                continue
+            gid, what, judged, _ = parsed
+            key = (engine, gid)
+            self.by_grader.setdefault(key, StatusCounts()).add(statuses[j], kinds[j])
+            if what == "calibration" and statuses[j] == "ok":
+                self.calibration.setdefault(key, []).append(int(chunk.where[j]))
+            if what == "answers":
+                judging[judged].append(float(cost[j] or 0.0))
+        for judged, values in judging.items():
+            self.on_answers[judged].add(values)
+
+
+def _raw_column(rows: Sequence[Row], name: str) -> Sequence[Any]:
+    """A raw column (``None`` where a hand-made row lacks it: ``finish_reason``)."""
+    try:
+        return record_column(rows, name)
+    except KeyError:
+        return [r.get(name) for r in rows]
 
 
 def _column(graded: Sequence[Row], name: str) -> Sequence[Any]:
     """A graded column (``None`` where a hand-made row lacks it)."""
-    if isinstance(graded, GradedRows):
+    if isinstance(graded, GradedRows) or (
+        isinstance(graded, RowsAt) and isinstance(graded.base, GradedRows)
+    ):
         return graded_column(graded, name)
     return [g.get(name) for g in graded]
 
 
 def _gradable_fields(status: Any, grader: Any, details: Any) -> bool:
-    """``_gradable`` of a row that is not the primary grader's, from its fields."""
+    """Whether a grader could grade an answer (not the primary grader's row: its category
+    says), from its row's fields."""
     if status != "ok":
         return False
     d = details or {}
     return not (grader == "judge" and jv.MISSING in (d.get("verdicts") or []))
-
-
-def _gradable(g: Row, primary: bool) -> bool:
-    if primary:
-        return bool(g["category"] != ERROR)
-    return _gradable_fields(g["status"], g["grader"], g.get("details"))
 
 
 def _share(
@@ -216,11 +404,11 @@ _plain = point_metric
 
 
 def _engine_entry(
-    data: Data, e: _Engine, item_ids: Sequence[str], judge_rows: Sequence[Row]
+    data: Data, e: _Engine, item_ids: Sequence[str], calls: _JudgeCalls
 ) -> tuple[dict[str, Any], list[Metric]]:
     spec = data.spec
     how = spec.reduce
-    counts = status_counts(e.rows)
+    counts = e.status.counts()
     g: dict[str, Any] = {"engine": e.name}
     metrics: list[Metric] = []
     prim = e.primary_outcomes()
@@ -249,7 +437,7 @@ def _engine_entry(
         )
     )
     entry: dict[str, Any] = {
-        "model": str(e.rows[0]["model"]) if e.rows else "",
+        "model": e.model or "",
         **counts,
         "complete": counts["n_error"] == 0,
         "n_items": n_items,
@@ -258,35 +446,28 @@ def _engine_entry(
         "accuracy": acc,
         "accuracy_errors_as_failures": lower,
     }
-    cats = Counter(e.categories.get(str(r["request_key"]), ERROR) for r in e.rows)
-    entry["categories"] = {c: cats.get(c, 0) for c in (CORRECT, WRONG, ABSTAINED, ERROR)}
-    entry["truncated_answers"] = sum(
-        1 for r in e.rows if r["status"] == "ok" and r.get("finish_reason") == "length"
-    )
+    entry["categories"] = {c: e.categories.get(c, 0) for c in (CORRECT, WRONG, ABSTAINED, ERROR)}
+    entry["truncated_answers"] = e.truncated
     # repeats: mean over answers, per-repeat accuracy and spread, pass@k / pass^k
     repeats = int(spec.get("repeats", 1))
     n_answers_ok = sum(len(v) for v in prim.values())
-    n_answers_err = len(e.rows) - n_answers_ok
+    n_answers_err = e.n_rows - n_answers_ok
     if repeats > 1:
         values = [float(x) for v in prim.values() for x in v]
         ids = [i for i, v in prim.items() for _ in v]
         mean_m = mean_metric("accuracy_mean", g, values, ids, n_error=n_answers_err, unit="item")
         metrics.append(mean_m)
-        per_rep: dict[int, list[bool]] = defaultdict(list)
-        for gr in e.graded:
-            if str(gr["grader_id"]) == spec.primary and gr["category"] != ERROR:
-                per_rep[int(gr["repeat"])].append(gr["category"] == CORRECT)
         per_repeat = []
         for rep in range(repeats):
-            outs = per_rep.get(rep, [])
-            n_err = n_items - len(outs)
-            per_repeat.append(rate(sum(outs), len(outs)) | {"repeat": rep, "n_error": n_err})
+            n_rep, k_rep = e.per_repeat.get(rep, (0, 0))
+            n_err = n_items - n_rep
+            per_repeat.append(rate(k_rep, n_rep) | {"repeat": rep, "n_error": n_err})
             metrics.append(
                 rate_metric(
                     "accuracy_by_repeat",
                     g | {"repeat": rep},
-                    sum(outs),
-                    len(outs),
+                    k_rep,
+                    n_rep,
                     n_error=n_err,
                     unit="item",
                 )
@@ -381,28 +562,19 @@ def _engine_entry(
     if spec.abstention == "category":
         entry["abstention"], more = _abstention(data, e, g)
         metrics += more
-    entry["cost"], more = _cost(e, judge_rows, sum(reduced.values()), n_items, g)
+    entry["cost"], more = _cost(e, calls, sum(reduced.values()), n_items, g)
     metrics += more
     return entry, metrics
 
 
 def _abstention(data: Data, e: _Engine, g: dict[str, Any]) -> tuple[dict[str, Any], list[Metric]]:
-    answerable_ids = {str(i["id"]) for i in data.items if answerable(i)}
-    by_item: dict[str, list[str]] = defaultdict(list)
-    for gr in e.graded:
-        if (
-            str(gr["grader_id"]) == e.primary
-            and gr["category"] != ERROR
-            and str(gr["item_id"]) in answerable_ids
-        ):
-            by_item[str(gr["item_id"])].append(str(gr["category"]))
-    cats = Counter(c for v in by_item.values() for c in v)
-    c, w, a = cats[CORRECT], cats[WRONG], cats[ABSTAINED]
-    n_err = sum(1 for r in e.rows if r["status"] != "ok" and str(r["item_id"]) in answerable_ids)
-    abst = {i: [1.0 if x == ABSTAINED else 0.0 for x in v] for i, v in by_item.items()}
-    answered = {
-        i: [1.0 if x == CORRECT else 0.0 for x in v if x != ABSTAINED] for i, v in by_item.items()
-    }
+    # an item's values in any order: a mean of 0/1 values is exact whatever their order
+    c = sum(k[0] for k in e.abstention.values())
+    w = sum(k[1] for k in e.abstention.values())
+    a = sum(k[2] for k in e.abstention.values())
+    n_err = e.n_error_answerable
+    abst = {i: [1.0] * k[2] + [0.0] * (k[0] + k[1] + k[3]) for i, k in e.abstention.items()}
+    answered = {i: [1.0] * k[0] + [0.0] * (k[1] + k[3]) for i, k in e.abstention.items()}
     answered = {i: v for i, v in answered.items() if v}
     metrics = [
         _share("abstention_rate", g, abst, n_err, "item"),
@@ -424,33 +596,28 @@ def _abstention(data: Data, e: _Engine, g: dict[str, Any]) -> tuple[dict[str, An
 
 
 def _cost(
-    e: _Engine, judge_rows: Sequence[Row], solved: int, n_items: int, g: dict[str, Any]
+    e: _Engine, calls: _JudgeCalls, solved: int, n_items: int, g: dict[str, Any]
 ) -> tuple[dict[str, Any], list[Metric]]:
-    cost = math.fsum(float(r["cost_usd"] or 0.0) for r in e.rows)
-    ok = [r for r in e.rows if r["status"] == "ok"]
-    latency = math.fsum(float(r["latency_s"] or 0.0) for r in ok)
-    mine = []
-    for r in judge_rows:
-        parsed = parse_judge_condition(str(r["condition"]))
-        if parsed is not None and parsed[1] == "answers" and parsed[2] == e.name:
-            mine.append(r)
-    judging = math.fsum(float(r["cost_usd"] or 0.0) for r in mine)
-    n_err = len(e.rows) - len(ok)
+    cost = e.cost.value
+    n_ok = e.status.ok
+    latency = e.latency.value
+    judging = calls.on_answers[e.name].value if e.name in calls.on_answers else 0.0
+    n_err = e.n_rows - n_ok
     out = {
         "cost_usd": cost,
-        "tokens_in": sum(int(r["tokens_in"] or 0) for r in e.rows),
-        "tokens_out": sum(int(r["tokens_out"] or 0) for r in e.rows),
+        "tokens_in": e.tokens_in,
+        "tokens_out": e.tokens_out,
         "cost_per_item_usd": _ratio(cost, n_items),
         "cost_per_solved_item_usd": _ratio(cost, solved),
         "judging_cost_usd": judging,
         "cost_per_solved_item_with_judging_usd": _ratio(cost + judging, solved),
         "latency_s": latency,
-        "latency_per_answer_s": _ratio(latency, len(ok)),
+        "latency_per_answer_s": _ratio(latency, n_ok),
         "latency_per_solved_item_s": _ratio(latency, solved),
         "solved_items": solved,
     }
     metrics = [
-        _plain("cost_usd", g, cost, len(ok), n_err, "request"),
+        _plain("cost_usd", g, cost, n_ok, n_err, "request"),
         _plain(
             "cost_per_solved_item_usd", g, out["cost_per_solved_item_usd"], solved, n_err, "item"
         ),
@@ -682,7 +849,7 @@ def _hypotheses(
 
 
 def _judges(
-    data: Data, engines: Mapping[str, _Engine], rows: Sequence[Row]
+    data: Data, engines: Mapping[str, _Engine], calls: _JudgeCalls, src: RowChunks
 ) -> tuple[dict[str, Any], list[Metric]]:
     out: dict[str, Any] = {}
     metrics: list[Metric] = []
@@ -690,83 +857,67 @@ def _judges(
     for gr in spec.judges():
         judge = str(gr.params["engine"])
         orders = list(jv.orders(gr.params))
-        jrows = [
-            r
-            for r in rows
-            if r["engine"] == judge
-            and (parse_judge_condition(str(r["condition"])) or ("",))[0] == gr.id
-        ]
+        counts = calls.by_grader.get((judge, gr.id)) or StatusCounts()
         entry: dict[str, Any] = {
             "engine": judge,
             "orders": orders,
-            **status_counts(jrows),
+            **counts.counts(),
             "answers": {},
         }
         for name, e in sorted(engines.items()):
             g = {"grader": gr.id, "judge": judge, "engine": name}
-            per = [x for x in e.graded if str(x["grader_id"]) == gr.id and x["status"] == "ok"]
-            judged = [x for x in per if _gradable(x, False)]
-            missing = len(per) - len(judged)
-            n_pass = sum(1 for x in judged if x["passed"])
+            jd = e.judged[gr.id]
+            missing = jd.n_answers - jd.n_judged
             sub: dict[str, Any] = {
-                "n_answers": len(per),
-                "n_judged": len(judged),
+                "n_answers": jd.n_answers,
+                "n_judged": jd.n_judged,
                 "n_missing": missing,
-                "pass": rate(n_pass, len(judged)),
+                "pass": rate(jd.n_pass, jd.n_judged),
             }
             metrics.append(
-                rate_metric("judge_pass", g, n_pass, len(judged), n_error=missing, unit="answer")
+                rate_metric("judge_pass", g, jd.n_pass, jd.n_judged, n_error=missing, unit="answer")
             )
             if len(orders) > 1:
-                cons = [(x.get("details") or {}).get("consistent") for x in judged]
-                known = [bool(c) for c in cons if c is not None]
-                sub["order_consistent"] = rate(sum(known), len(known))
+                agreed, known = jd.consistent
+                sub["order_consistent"] = rate(agreed, known)
                 metrics.append(
                     rate_metric(
                         "judge_order_consistent",
                         g,
-                        sum(known),
-                        len(known),
-                        n_error=len(per) - len(known),
+                        agreed,
+                        known,
+                        n_error=jd.n_answers - known,
                         unit="answer",
                     )
                 )
             if gr.id != spec.primary:
-                prim = {
-                    str(x["request_key"]): x["category"] == CORRECT
-                    for x in e.graded
-                    if str(x["grader_id"]) == spec.primary and x["category"] != ERROR
-                }
-                pairs = [
-                    (bool(x["passed"]), prim[str(x["request_key"])])
-                    for x in judged
-                    if str(x["request_key"]) in prim
-                ]
-                jj = [p for p, _ in pairs]
-                pp = [q for _, q in pairs]
-                sub["agreement_with_primary"] = stats.agreement(jj, pp) if pairs else None
-                sub["kappa_with_primary"] = stats.cohen_kappa(jj, pp) if pairs else None
+                jj, pp = jd.pairs()
+                sub["agreement_with_primary"] = stats.agreement(jj, pp) if jj else None
+                sub["kappa_with_primary"] = stats.cohen_kappa(jj, pp) if jj else None
                 for key, val in (
                     ("judge_primary_agreement", sub["agreement_with_primary"]),
                     ("judge_primary_kappa", sub["kappa_with_primary"]),
                 ):
-                    metrics.append(_plain(key, g, val, len(pairs), len(per) - len(pairs), "answer"))
+                    metrics.append(_plain(key, g, val, len(jj), jd.n_answers - len(jj), "answer"))
             entry["answers"][name] = sub
         labels = data.labels.get(gr.id)
         if labels:
-            entry["calibration"], more = _calibration(gr.id, judge, orders, labels, jrows)
+            replies = src.rows_at(calls.calibration.get((judge, gr.id), []))
+            entry["calibration"], more = _calibration(gr.id, judge, orders, labels, replies)
             metrics += more
         out[gr.id] = entry
     return out, metrics
 
 
 def _calibration(
-    gid: str, judge: str, orders: Sequence[str], labels: Sequence[Any], jrows: Sequence[Row]
+    gid: str, judge: str, orders: Sequence[str], labels: Sequence[Any], calls: Sequence[Row]
 ) -> tuple[dict[str, Any], list[Metric]]:
+    """The judge against the human labels, from its ok calibration calls (in row order: the
+    last reply to a label in an order is the one read)."""
     replies: dict[tuple[str, str], str] = {}
-    for r in jrows:
+    for r in calls:
         parsed = parse_judge_condition(str(r["condition"]))
-        if parsed is not None and parsed[1] == "calibration" and r["status"] == "ok":
+        if parsed is not None:
             replies[(str(r["item_id"]), parsed[3])] = str(r["output_text"] or "")
     human = {lab.id: lab.label for lab in labels}
     verdicts: dict[str, dict[str, str]] = {
@@ -827,7 +978,7 @@ def _human_audit(
     inside = set(subset)
     human = {(lab.engine, lab.item, lab.repeat): lab.label == jg.PASS for lab in labels or []}
     for name, e in sorted(engines.items()):
-        judged = {(i, rep): p for i, v in e.outcomes.get(ha.grader, {}).items() for rep, p in v}
+        judged = e.judged_answers(ha.grader)
         pairs = [
             (human[(name, i, r)], p)
             for (i, r), p in sorted(judged.items())
@@ -902,9 +1053,7 @@ def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]
     assert sp is not None
     a, b = sp.compare
     order = [str(i["id"]) for i in items]
-    answered = {
-        e: {str(r["item_id"]) for r in engines[e].rows} if e in engines else set() for e in (a, b)
-    }
+    answered = {e: engines[e].answered if e in engines else set() for e in (a, b)}
     score = {
         e: {i: (sum(v) / len(v) if v else 0.0) for i, v in engines[e].primary_outcomes().items()}
         if e in engines
@@ -923,7 +1072,7 @@ def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]
         violation = "items answered outside the sealed item order"
     elif used:
         violation = stats.check_stop(values, sp.looks, len(used), alpha=sp.alpha)
-    calls = sum(len(engines[e].rows) for e in (a, b) if e in engines)
+    calls = sum(engines[e].n_rows for e in (a, b) if e in engines)
     per_item = calls / len(used) if used else 0.0
     stopped = res.stopped_at if res.decision != "continue" else len(used)
     return {
@@ -953,33 +1102,42 @@ def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]
 def analyze(
     data: Data,
     items: Sequence[Row],
-    graded: Sequence[Row],
-    rows: Sequence[Row],
+    src: RowChunks,
     *,
     sealed: Pairs | None = None,
     audit_labels: Sequence[AuditLabel] | None = None,
 ) -> dict[str, Any]:
-    """The suite's analysis; ``sealed``: the engine pairs of the sealed design (the
-    confirmatory family; ``seal.design.sealed_pairs``), None when no design was sealed;
-    ``audit_labels``: the human-audit labels (``data.load_audit_labels``), None while none
-    were given."""
+    """The suite's analysis of the rows of ``src`` (every engine's latest rows with their
+    graded rows, a stretch at a time: ``stages.chunked``; ``whole_rows`` when they are
+    held); ``sealed``: the engine pairs of the sealed design (the confirmatory family;
+    ``seal.design.sealed_pairs``), None when no design was sealed; ``audit_labels``: the
+    human-audit labels (``data.load_audit_labels``), None while none were given."""
     spec = data.spec
     item_ids = sorted(str(i["id"]) for i in items)
-    answers = [r for r in rows if r["condition"] == ANSWER]
-    judge_rows = [r for r in rows if str(r["condition"]).startswith("judge/")]
-    names = sorted({str(r["engine"]) for r in answers})
-    engines = {n: _Engine(data, n, [r for r in answers if r["engine"] == n], graded) for n in names}
+    answerable_ids = {str(i["id"]) for i in data.items if answerable(i)}
+    engines: dict[str, _Engine] = {}
+    calls = _JudgeCalls()
+    for name in src.engines:
+        for chunk in src.chunks(name):
+            conds = record_column(chunk.rows, "condition")
+            answers = [j for j, c in enumerate(conds) if c == ANSWER]
+            if answers:
+                e = engines.get(name)
+                if e is None:
+                    e = engines[name] = _Engine(data, name, answerable_ids)
+                e.add(chunk, answers)
+            calls.add(name, chunk, [j for j, c in enumerate(conds) if str(c).startswith("judge/")])
     out_engines: dict[str, Any] = {}
     metrics: list[Metric] = []
     for n, e in engines.items():
-        entry, more = _engine_entry(data, e, item_ids, judge_rows)
+        entry, more = _engine_entry(data, e, item_ids, calls)
         out_engines[n] = entry
         metrics += more
     comparisons, more = _comparisons(data, engines, len(item_ids), sealed)
     metrics += more
     hypotheses, more = _hypotheses(data, engines, len(item_ids))
     metrics += more
-    judges, more = _judges(data, engines, rows)
+    judges, more = _judges(data, engines, calls, src)
     metrics += more
     human_audit: dict[str, Any] = {}
     if spec.human_audit is not None:
@@ -987,12 +1145,10 @@ def analyze(
         human_audit, more = _human_audit(data, engines, subset, audit_labels)
         metrics += more
     for j in spec.judge_engines():
-        mine = [r for r in judge_rows if r["engine"] == j]
-        if mine:
-            out_engines.setdefault(j, {"model": str(mine[0]["model"])})
-            out_engines[j]["judging"] = status_counts(mine) | {
-                "cost_usd": math.fsum(float(r["cost_usd"] or 0.0) for r in mine),
-            }
+        if j in calls.by_engine:
+            model, counts, spent = calls.by_engine[j]
+            out_engines.setdefault(j, {"model": model})
+            out_engines[j]["judging"] = counts.counts() | {"cost_usd": spent.value}
     out: dict[str, Any] = {
         "suite": spec.suite,
         "kind": "tasks",

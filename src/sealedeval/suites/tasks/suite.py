@@ -39,6 +39,7 @@ from sealedeval.plugins import (
     RequestContext,
 )
 from sealedeval.seal.design import sealed_pairs
+from sealedeval.stages.chunked import whole_rows
 from sealedeval.store.raw import latest_records, raw_files
 from sealedeval.suites.tasks import analysis, data, grading, plan
 from sealedeval.suites.tasks import solvers as _solvers  # noqa: F401  (registers self_consistency)
@@ -191,16 +192,22 @@ class TasksSuite:
         """What grading an answer reads of other rows: the judges' replies on it."""
         return {"judge_replies": grading.judge_reply_list(ctx.rows)}
 
-    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
-        cfg, items, graded, rows = ctx.cfg, ctx.items, ctx.graded, ctx.rows
+    def analyze_columns(self) -> tuple[str, ...]:
+        """The raw columns the analysis reads of every row (``analysis._Engine``)."""
+        return analysis.ANALYZE_COLUMNS
 
+    def analyze(self, ctx: AnalyzeContext) -> dict[str, Any]:
+        cfg, items = ctx.cfg, ctx.items
         d = self._data(cfg.root)
         labels = None
         if self.spec.human_audit is not None:
             subset = set(plan.audit_items(items, self.spec.human_audit.n))
             labels = data.load_audit_labels(self.spec, cfg.root, d.where, subset)
+        # The rows a stretch at a time: past a chunk's rows the stage gives key-prefix
+        # buckets (``stages.chunked``); rows held whole are one stretch per engine.
+        src = ctx.chunks if ctx.chunks is not None else whole_rows(ctx.rows, ctx.graded)
         return analysis.analyze(
-            d, items, graded, rows, sealed=sealed_pairs(cfg, self.name), audit_labels=labels
+            d, items, src, sealed=sealed_pairs(cfg, self.name), audit_labels=labels
         )
 
     # -- presentation (not sealed: present/ is outside the sealed *.py glob) ----------------
