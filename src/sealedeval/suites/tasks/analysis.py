@@ -238,7 +238,7 @@ class _Engine:
         self._add_graded(chunk.graded_rows(), mine, [keys[j] for j in answers])
 
     def _add_graded(self, graded: Sequence[Row], mine: set[Any], answer_keys: list[Any]) -> None:
-        gkeys, gids, cats, items, reps, passed, statuses, graders, details = (
+        gkeys, gids, cats, items, reps, passed, statuses, graders = (
             _column(graded, c)
             for c in (
                 "request_key",
@@ -249,9 +249,11 @@ class _Engine:
                 "passed",
                 "status",
                 "grader",
-                "details",
             )
         )
+        # Only a judge's details are read (its verdicts in each order): without a judge the
+        # column, parsed, was most of a stretch's memory.
+        details = _column(graded, "details") if self.judged else _NO_DETAILS
         at = [j for j, k in enumerate(gkeys) if k in mine]
         primary = self.primary
         category: dict[Any, Any] = {}  # the primary grader's category of each answer
@@ -310,6 +312,17 @@ class _Engine:
 
 
 _ABSTENTION_INDEX = {CORRECT: 0, WRONG: 1, ABSTAINED: 2}
+
+
+class _NoDetails:
+    """The details column of a suite without a judge: never read (``_gradable_fields`` reads
+    a row's details only for a judge's row)."""
+
+    def __getitem__(self, j: int) -> None:
+        return None
+
+
+_NO_DETAILS: Any = _NoDetails()
 
 
 class _JudgeCalls:
