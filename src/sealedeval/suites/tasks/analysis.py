@@ -133,19 +133,76 @@ ANALYZE_COLUMNS = (
 """The raw columns the analysis reads of every row (the rest of a few calibration rows)."""
 
 
-def _put(per_item: dict[str, array[int]], item: str, repeat: int, passed: bool) -> None:
-    """Keep one answer's (repeat, passed) as ``repeat * 2 + passed``: 4 bytes an answer
-    (a list of tuples was ~70), and sorted, the codes are the pairs in (repeat, passed)
-    order."""
-    codes = per_item.get(item)
-    if codes is None:
-        codes = per_item[item] = array("I")
-    codes.append(repeat * 2 + passed)
+_REPEAT_BITS = 30
+"""A verdict's code holds its repeat in these bits (``_Verdicts``), its item above them."""
 
 
-def _in_order(codes: array[int]) -> list[bool]:
-    """An item's outcomes in repeat order, from its codes (``_put``)."""
-    return [bool(c & 1) for c in sorted(codes)]
+class _Verdicts:
+    """One grader's verdicts on one engine's answers: each graded answer as one 8-byte code,
+    its item's slot (``_Items``), its repeat, whether the primary grader called it correct and
+    whether it passed. A dict of per-item lists was ~50 bytes an answer, a third of the
+    analysis at four million answers; these are 8, and ``by_item`` gives the lists back in
+    (repeat, verdict) order, as sorting each item's (repeat, verdict) pairs does."""
+
+    __slots__ = ("_codes",)
+
+    def __init__(self) -> None:
+        self._codes: array[int] = array("Q")
+
+    def add(self, slot: int, repeat: int, correct: bool, passed: bool) -> None:
+        if not 0 <= repeat < 1 << _REPEAT_BITS:
+            raise ValueError(f"repeat {repeat} out of range")
+        self._codes.append(slot << (_REPEAT_BITS + 2) | repeat << 2 | correct << 1 | passed)
+
+    def _split(self, bit: int) -> tuple[Any, Any, Any]:
+        """(slots, repeats, verdicts) in (slot, repeat, verdict) order; ``bit``: 0 passed,
+        1 correct."""
+        import numpy as np
+
+        codes = np.frombuffer(self._codes, dtype=np.uint64) if self._codes else np.zeros(0, "u8")
+        slots = codes >> np.uint64(_REPEAT_BITS + 2)
+        repeats = (codes >> np.uint64(2)) & np.uint64((1 << _REPEAT_BITS) - 1)
+        verdicts = (codes >> np.uint64(bit)) & np.uint64(1)
+        order = np.lexsort((verdicts, repeats, slots))
+        return slots[order], repeats[order], verdicts[order].astype(bool)
+
+    def by_item(self, names: Sequence[str], bit: int) -> dict[str, list[bool]]:
+        """Each item's verdicts (``bit``: 0 passed, 1 correct) in repeat order, items by id."""
+        import numpy as np
+
+        slots, _, verdicts = self._split(bit)
+        cuts = np.flatnonzero(np.diff(slots)) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(slots)]
+        out = {
+            names[int(slots[a])]: verdicts[a:b].tolist()
+            for a, b in zip(starts, ends, strict=True)
+            if b > a
+        }
+        return dict(sorted(out.items()))
+
+    def by_answer(self, names: Sequence[str]) -> dict[tuple[str, int], bool]:
+        """Whether each (item, repeat) passed (of two verdicts on one, the passing one)."""
+        slots, repeats, passed = self._split(0)
+        return {
+            (names[s], r): p
+            for s, r, p in zip(slots.tolist(), repeats.tolist(), passed.tolist(), strict=True)
+        }
+
+
+class _Items:
+    """Every item id the verdicts name, as a slot number (one table for every engine)."""
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def __call__(self, item: str) -> int:
+        at = self.slot.get(item)
+        if at is None:
+            at = self.slot[item] = len(self.names)
+            self.names.append(item)
+        return at
 
 
 class _Judged:
@@ -176,8 +233,9 @@ class _Engine:
     abstention table, the judges'), exact sums (cost, latency) and, per grader, each item's
     (repeat, passed) codes. It grows with the items, not with their answers' rows."""
 
-    def __init__(self, data: Data, name: str, answerable_ids: set[str]) -> None:
+    def __init__(self, data: Data, name: str, answerable_ids: set[str], items: _Items) -> None:
         self.name = name
+        self._items = items
         self.primary = data.spec.primary
         self._answerable = answerable_ids
         self.model: str | None = None
@@ -189,10 +247,8 @@ class _Engine:
         self.tokens_in = self.tokens_out = 0
         self.answered: set[str] = set()
         self.n_error_answerable = 0
-        # grader id -> item -> codes of the answers that grader could grade
-        self.outcomes: dict[str, dict[str, array[int]]] = defaultdict(dict)
-        # item -> codes of the primary grader's completed answers (passed: correct)
-        self._primary: dict[str, array[int]] = {}
+        # grader id -> the answers that grader could grade (the primary grader's: completed)
+        self.verdicts: dict[str, _Verdicts] = defaultdict(_Verdicts)
         self.per_repeat: dict[int, list[int]] = {}  # repeat -> [completed, correct]
         # answerable item -> [correct, wrong, abstained, other] of its completed answers
         self.abstention: dict[str, list[int]] = {}
@@ -266,12 +322,12 @@ class _Engine:
         self.categories.update(str(category.get(k, ERROR)) for k in answer_keys)
         for j in at:
             gid, item, rep = str(gids[j]), str(items[j]), int(reps[j])
+            right = False
             if gid == primary:
                 cat = cats[j]
                 gradable = bool(cat != ERROR)
                 if gradable:
                     right = cat == CORRECT
-                    _put(self._primary, item, rep, right)
                     tally = self.per_repeat.setdefault(rep, [0, 0])
                     tally[0] += 1
                     tally[1] += right
@@ -281,7 +337,7 @@ class _Engine:
             else:
                 gradable = _gradable_fields(statuses[j], graders[j], details[j])
             if gradable:
-                _put(self.outcomes[gid], item, rep, bool(passed[j]))
+                self.verdicts[gid].add(self._items(item), rep, right, bool(passed[j]))
             judged = self.judged.get(gid)
             if judged is not None and statuses[j] == "ok":
                 judged.n_answers += 1
@@ -296,19 +352,19 @@ class _Engine:
                         judged.table[(bool(passed[j]), correct[gkeys[j]])] += 1
 
     def item_outcomes(self, gid: str) -> dict[str, list[bool]]:
-        return {i: _in_order(v) for i, v in sorted(self.outcomes[gid].items())}
+        """Whether each of an item's answers passed ``gid``, in repeat order, items by id."""
+        found = self.verdicts.get(gid)
+        return {} if found is None else found.by_item(self._items.names, 0)
 
     def primary_outcomes(self) -> dict[str, list[bool]]:
         """The primary verdict: correct (not merely passed) per completed answer."""
-        return {i: _in_order(v) for i, v in sorted(self._primary.items())}
+        found = self.verdicts.get(self.primary)
+        return {} if found is None else found.by_item(self._items.names, 1)
 
     def judged_answers(self, gid: str) -> dict[tuple[str, int], bool]:
         """``gid``'s verdict on each (item, repeat) it graded (the last of equal pairs)."""
-        return {
-            (i, c >> 1): bool(c & 1)
-            for i, codes in self.outcomes.get(gid, {}).items()
-            for c in sorted(codes)
-        }
+        found = self.verdicts.get(gid)
+        return {} if found is None else found.by_answer(self._items.names)
 
 
 _ABSTENTION_INDEX = {CORRECT: 0, WRONG: 1, ABSTAINED: 2}
@@ -1037,19 +1093,17 @@ def _human_audit(
 def _items_table(
     data: Data, engines: Mapping[str, _Engine], item_ids: Sequence[str]
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    outs = {name: e.primary_outcomes() for name, e in engines.items()}
-    for i in item_ids:
-        row: dict[str, Any] = {}
-        for name in sorted(engines):
-            v = outs[name].get(i) or []
+    out: dict[str, dict[str, Any]] = {i: {} for i in item_ids}
+    for name in sorted(engines):  # one engine's outcomes at a time
+        outs = engines[name].primary_outcomes()
+        for i, row in out.items():
+            v = outs.get(i) or []
             row[name] = {
                 "n": len(v),
                 "mean": sum(v) / len(v) if v else None,
                 "passed": reduce_outcomes(v, data.spec.reduce) if v else None,
             }
-        out[i] = row
-    return out
+    return dict(out)
 
 
 def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]) -> dict[str, Any]:
@@ -1130,6 +1184,7 @@ def analyze(
     answerable_ids = {str(i["id"]) for i in data.items if answerable(i)}
     engines: dict[str, _Engine] = {}
     calls = _JudgeCalls()
+    slots = _Items()
     for name in src.engines:
         for chunk in src.chunks(name):
             conds = record_column(chunk.rows, "condition")
@@ -1137,7 +1192,7 @@ def analyze(
             if answers:
                 e = engines.get(name)
                 if e is None:
-                    e = engines[name] = _Engine(data, name, answerable_ids)
+                    e = engines[name] = _Engine(data, name, answerable_ids, slots)
                 e.add(chunk, answers)
             calls.add(name, chunk, [j for j, c in enumerate(conds) if str(c).startswith("judge/")])
     out_engines: dict[str, Any] = {}
