@@ -44,6 +44,14 @@ def test_the_workflow_job_graded_by_chunk_writes_what_grading_whole_writes(
         return doc
 
     monkeypatch.setattr(pipeline, "_analysis_by_chunk", counted_doc)
+    splits: list[tuple[str, ...]] = []
+    real_split = chunked.latest_buckets
+
+    def counted_split(*args: object, **kw: object) -> object:
+        splits.append(tuple(kw["columns"]))  # type: ignore[arg-type]
+        return real_split(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chunked, "latest_buckets", counted_split)
     outputs = {}
     for rows in (10**9, 4):  # whole (fewer attempts than a chunk), then buckets of ~4 attempts
         monkeypatch.setattr(chunked, "CHUNK_ROWS", rows)
@@ -56,4 +64,8 @@ def test_the_workflow_job_graded_by_chunk_writes_what_grading_whole_writes(
     assert spent and all(n > 0 for n in spent)  # graded by chunk, twice, and only at 4 rows
     assert len(spent) == 2
     assert docs == [True]  # analysed by chunk (from the file graded by chunk) at 4 rows only
+    # the job split the attempts once, for its grading and its analysis; `grade` once more
+    suite_columns = {"output_text", "trajectory", "error_kind"}
+    assert len(splits) == 2 and suite_columns <= set(splits[0])
+    assert "trajectory" not in splits[1]
     assert outputs[4] == outputs[10**9]

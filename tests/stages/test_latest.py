@@ -263,8 +263,8 @@ def test_cells_of_buckets_carry_their_columns_and_are_the_canonical_order(
 ) -> None:
     """``latest_buckets(columns=...)``: each engine's rows of each bucket (``cell``), taken
     engine by engine and bucket after bucket, are ``latest_records``' rows in its order; the
-    carried columns come with them, any other column is read from the parts; an engine with
-    no row in a bucket is an empty cell."""
+    carried columns come with them (those asked for, when some are), any other column is read
+    from the parts; an engine with no row in a bucket is an empty cell."""
     from sealedeval.store import buckets
 
     rng = random.Random(seed)
@@ -283,6 +283,11 @@ def test_cells_of_buckets_carry_their_columns_and_are_the_canonical_order(
                     held = cell.latest_columns.held
                     assert held is not None and tuple(held.column_names) == carried
                     got += [dict(r) for r in cell]
+                    # a reader of some carried columns reads those of the spill file only
+                    some = lb.cell(e, b, ("status", "request_key", "not-carried"))
+                    held = some.latest_columns.held
+                    assert held is not None and held.column_names == ["request_key", "status"]
+                    assert [dict(r) for r in some] == [dict(r) for r in cell]
             assert got == expected
 
 

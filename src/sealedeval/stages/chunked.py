@@ -69,6 +69,30 @@ def more_than_a_chunk(files: Sequence[Path]) -> bool:
     return sum(part_rows(f) for f in files) > CHUNK_ROWS
 
 
+@contextmanager
+def split(
+    suite: Suite, files: Sequence[Path], *, analysis: bool = False, bucket_rows: int | None = None
+) -> Iterator[LatestBuckets | None]:
+    """The latest rows of ``files`` split by cell, carrying what grading ``suite`` reads and,
+    with ``analysis``, what its analysis reads too: the workflow's job grades and then
+    analyses from one split (a second one was ~15 s at ten million rows); None when the suite
+    is not graded by chunk or the rows cannot be split (keys that are not hex)."""
+    columns = chunk_columns(suite)
+    if columns is None:
+        yield None
+        return
+    more = hook(suite, "analyze_columns") if analysis else None
+    if more is not None:
+        columns = tuple(dict.fromkeys((*columns, *more())))
+    rows_per = CHUNK_ROWS if bucket_rows is None else bucket_rows
+    with latest_buckets(
+        files, bucket_rows=rows_per, columns=columns, distinct=("rubric_sha256",)
+    ) as lb:
+        if lb is not None:
+            give_back_memory()  # the split's Arrow buffers
+        yield lb
+
+
 def grade_by_chunk(
     cfg: Config,
     suite: Suite,
@@ -78,45 +102,58 @@ def grade_by_chunk(
     meta: Mapping[str, str],
     *,
     bucket_rows: int | None = None,
+    lb: LatestBuckets | None = None,
 ) -> int | None:
     """Grade the latest rows of ``files`` cell by cell and write the graded file at ``path``
     (with ``meta``); the number of graded rows, or None, nothing written, when the rows cannot
     be taken by chunk (keys that are not hex, a suite without the hooks, cells whose graded
-    columns disagree in type: ``GradedChunks``) and must be graded whole."""
+    columns disagree in type: ``GradedChunks``) and must be graded whole. ``lb``: the rows
+    already split (``split``), else they are split here."""
     columns = chunk_columns(suite)
     scan = hook(suite, "grade_scan")
     if columns is None or scan is None:
         return None
-    rows_per = CHUNK_ROWS if bucket_rows is None else bucket_rows
-    with latest_buckets(
-        files, bucket_rows=rows_per, columns=columns, distinct=("rubric_sha256",)
-    ) as lb:
-        if lb is None:
+    if lb is not None:
+        return _grade_cells(cfg, suite, lb, columns, scan, items_for, path, meta)
+    with split(suite, files, bucket_rows=bucket_rows) as own:
+        if own is None:
             return None
-        give_back_memory()  # the split's Arrow buffers
-        cells = [
-            (e, b) for e in range(len(lb.engines)) for b in range(lb.buckets) if lb.counts[e, b]
-        ]
-        shared: dict[str, dict[Any, Any]] = {}
+        return _grade_cells(cfg, suite, own, columns, scan, items_for, path, meta)
+
+
+def _grade_cells(
+    cfg: Config,
+    suite: Suite,
+    lb: LatestBuckets,
+    columns: Sequence[str],
+    scan: Callable[[GradeContext], Mapping[str, Mapping[Any, Any]]],
+    items_for: ItemsFor,
+    path: Path,
+    meta: Mapping[str, str],
+) -> int | None:
+    """Grade ``lb``'s cells (``grade_by_chunk``): what grading reads of other rows found in
+    every cell first, then each cell graded and its table written as it comes."""
+    cells = [(e, b) for e in range(len(lb.engines)) for b in range(lb.buckets) if lb.counts[e, b]]
+    shared: dict[str, dict[Any, Any]] = {}
+    for e, b in cells:
+        rows = lb.cell(e, b, columns)
+        # no items yet: they follow from the rubric hashes, known once every cell is read
+        found = scan(GradeContext(cfg=cfg, items=(), rows=rows))
+        for name, values in found.items():
+            shared.setdefault(name, {}).update(values)
+        del rows
+        give_back_memory()
+    items = items_for({str(h) for h in lb.distinct["rubric_sha256"]})
+    with tempfile.TemporaryDirectory(prefix="sealedeval-graded-") as tmp:
+        out = GradedChunks(Path(tmp))
         for e, b in cells:
-            rows = lb.cell(e, b)
-            # no items yet: they follow from the rubric hashes, known once every cell is read
-            found = scan(GradeContext(cfg=cfg, items=(), rows=rows))
-            for name, values in found.items():
-                shared.setdefault(name, {}).update(values)
+            rows = lb.cell(e, b, columns)
+            out.add(normalize_graded(grade(cfg, suite, items, rows, shared)))
             del rows
-            give_back_memory()
-        items = items_for({str(h) for h in lb.distinct["rubric_sha256"]})
-        with tempfile.TemporaryDirectory(prefix="sealedeval-graded-") as tmp:
-            out = GradedChunks(Path(tmp))
-            for e, b in cells:
-                rows = lb.cell(e, b)
-                out.add(normalize_graded(grade(cfg, suite, items, rows, shared)))
-                del rows
-                give_back_memory()  # the cell's columns and graded table, freed
-            if not out.write(path, meta):
-                return None
-            return out.rows
+            give_back_memory()  # the cell's columns and graded table, freed
+        if not out.write(path, meta):
+            return None
+        return out.rows
 
 
 class _Whole:
@@ -188,8 +225,10 @@ class _Cells:
     analysis's columns carried) and the graded file: an engine's stretches are its cells,
     each with the graded rows of its stretch of the file (``graded_bounds``)."""
 
-    def __init__(self, lb: LatestBuckets, graded: Path, bounds: Any) -> None:
-        self._lb, self._path, self._bounds = lb, graded, bounds
+    def __init__(
+        self, lb: LatestBuckets, graded: Path, bounds: Any, columns: Sequence[str]
+    ) -> None:
+        self._lb, self._path, self._bounds, self._columns = lb, graded, bounds, columns
         self.engines: Sequence[str] = list(lb.engines)
 
     def chunks(self, engine: str) -> Iterator[RowChunk]:
@@ -200,7 +239,7 @@ class _Cells:
         for b in range(lb.buckets):
             if not lb.counts[e, b]:
                 continue
-            rows = lb.cell(e, b)
+            rows = lb.cell(e, b, self._columns)
             lo, hi = (int(x) for x in self._bounds[e * lb.buckets + b : e * lb.buckets + b + 2])
             graded = read_graded(self._path, np.arange(lo, hi, dtype=np.int64))
             at_raw = raw_positions(graded, rows)
@@ -227,7 +266,7 @@ class _Cells:
         e = lb.engines.index(engine)
         for b in range(lb.buckets):
             if lb.counts[e, b]:
-                yield lb.cell(e, b), lb.cell_positions(e, b)
+                yield lb.cell(e, b, self._columns), lb.cell_positions(e, b)
 
     def rows_at(self, where: Sequence[int]) -> Sequence[Row]:
         import numpy as np
@@ -286,26 +325,42 @@ def graded_bounds(lb: LatestBuckets, graded: Path) -> Any | None:
 
 @contextmanager
 def row_chunks(
-    suite: Suite, files: Sequence[Path], graded: Path, *, bucket_rows: int | None = None
+    suite: Suite,
+    files: Sequence[Path],
+    graded: Path,
+    *,
+    bucket_rows: int | None = None,
+    lb: LatestBuckets | None = None,
 ) -> Iterator[tuple[RowChunks, set[str]] | None]:
     """The latest rows of ``files`` and the graded file as ``RowChunks`` by cell, with the
     rubric hashes the rows carry; None when the suite's analysis reads rows whole only, or
-    the rows or the file cannot be taken by cell (``graded_bounds``)."""
+    the rows or the file cannot be taken by cell (``graded_bounds``). ``lb``: the rows
+    already split, carrying the analysis's columns (``split``), else they are split here."""
     columns = hook(suite, "analyze_columns")
     if columns is None:
         yield None
         return
     carried = tuple(dict.fromkeys(("rubric_sha256", *columns())))
+    if lb is not None:
+        bounds = graded_bounds(lb, graded)
+        yield None if bounds is None else _found(lb, graded, bounds, carried)
+        return
     rows_per = CHUNK_ROWS if bucket_rows is None else bucket_rows
     with latest_buckets(
         files, bucket_rows=rows_per, columns=carried, distinct=("rubric_sha256",)
-    ) as lb:
-        bounds = None if lb is None else graded_bounds(lb, graded)
-        if lb is None or bounds is None:
+    ) as own:
+        bounds = None if own is None else graded_bounds(own, graded)
+        if own is None or bounds is None:
             yield None
             return
         give_back_memory()
-        yield _Cells(lb, graded, bounds), {str(h) for h in lb.distinct["rubric_sha256"]}
+        yield _found(own, graded, bounds, carried)
+
+
+def _found(
+    lb: LatestBuckets, graded: Path, bounds: Any, columns: Sequence[str]
+) -> tuple[RowChunks, set[str]]:
+    return _Cells(lb, graded, bounds, columns), {str(h) for h in lb.distinct["rubric_sha256"]}
 
 
 def engine_rows(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from sealedeval.seal.design import sealed_suite_design
 from sealedeval.stages import artifacts, chunked
 from sealedeval.stages.analyze import analyze
 from sealedeval.stages.grade import grade
+from sealedeval.store.buckets import LatestBuckets
 from sealedeval.store.columns import Coded
 from sealedeval.store.raw import (
     LatestRows,
@@ -320,15 +322,18 @@ def analysis_doc(
     }
 
 
-def _analysis_by_chunk(cfg: Config, name: str, key: str) -> dict[str, Any] | None:
+def _analysis_by_chunk(
+    cfg: Config, name: str, key: str, lb: LatestBuckets | None = None
+) -> dict[str, Any] | None:
     """``analysis_doc`` with the rows read a stretch at a time (``stages.chunked``), from the
     graded file, when the suite's analysis can read them so and there are more than a
-    chunk's; None when the rows are read whole."""
+    chunk's; None when the rows are read whole. ``lb``: the rows already split."""
     suite = get_suite(name, cfg)
     files = raw_files(cfg.root, name)
     if hook(suite, "analyze_columns") is None or not chunked.more_than_a_chunk(files):
         return None
-    with chunked.row_chunks(suite, files, artifacts.graded_path(cfg.root, name)) as found:
+    graded = artifacts.graded_path(cfg.root, name)
+    with chunked.row_chunks(suite, files, graded, lb=lb) as found:
         if found is None:
             return None
         src, hashes = found
@@ -369,10 +374,13 @@ def grade_suite(cfg: Config, name: str) -> tuple[artifacts.GradedRows, Path]:
     return graded, write_graded(cfg, name, graded, stage_key(cfg, name))
 
 
-def _grade_by_chunk(cfg: Config, name: str, key: str) -> artifacts.GradedRows | None:
+def _grade_by_chunk(
+    cfg: Config, name: str, key: str, lb: LatestBuckets | None = None
+) -> artifacts.GradedRows | None:
     """The graded file written a chunk of the latest rows at a time (``stages.chunked``) when
     the suite can be graded so and has more rows than a chunk, then its rows as read back
-    (columns read when asked for); None when it is graded whole."""
+    (columns read when asked for); None when it is graded whole. ``lb``: the rows already
+    split."""
     suite = get_suite(name, cfg)
     files = raw_files(cfg.root, name)
     if not chunked.worth_chunking(suite, files):
@@ -382,9 +390,24 @@ def _grade_by_chunk(cfg: Config, name: str, key: str) -> artifacts.GradedRows | 
     def items_for(hashes: set[str]) -> Sequence[Mapping[str, Any]]:
         return load_items(cfg, name, hash_label(hashes).removeprefix("mixed:"))
 
-    if chunked.grade_by_chunk(cfg, suite, files, items_for, path, {"stage_key": key}) is None:
+    meta = {"stage_key": key}
+    if chunked.grade_by_chunk(cfg, suite, files, items_for, path, meta, lb=lb) is None:
         return None
     return artifacts.read_graded(path)
+
+
+@contextmanager
+def _one_split(cfg: Config, name: str, grading: bool) -> Iterator[LatestBuckets | None]:
+    """The latest rows split once by cell for grading and then analysing (``chunked.split``)
+    when the stage grades by chunk; None when it does not (the graded file is fresh, or the
+    rows are graded whole)."""
+    suite = get_suite(name, cfg)
+    files = raw_files(cfg.root, name)
+    if not grading or not chunked.worth_chunking(suite, files):
+        yield None
+        return
+    with chunked.split(suite, files, analysis=True) as lb:
+        yield lb
 
 
 def build_analysis(
@@ -395,12 +418,13 @@ def build_analysis(
     written (by chunk when it can be: ``_grade_by_chunk``). The analysis file is the caller's
     to write."""
     made = graded is None
-    if graded is None:
-        graded = _grade_by_chunk(cfg, name, key)
-    if graded is not None:
-        doc = _analysis_by_chunk(cfg, name, key)
-        if doc is not None:
-            return graded, made, doc
+    with _one_split(cfg, name, made) as lb:
+        if graded is None:
+            graded = _grade_by_chunk(cfg, name, key, lb)
+        if graded is not None:
+            doc = _analysis_by_chunk(cfg, name, key, lb)
+            if doc is not None:
+                return graded, made, doc
     with quiet_gc():  # rows, then graded rows: long-lived, never scanned again
         rows = latest(cfg, name)
         items = load_items(cfg, name, rows_rubric(rows))

@@ -98,22 +98,26 @@ class LatestBuckets:
         head = packed[:, :8].copy().view(">u8").ravel().astype(np.uint64)
         return _bucket_of(head, self.buckets)
 
-    def cell(self, e: int, b: int) -> LatestRows:
+    def cell(self, e: int, b: int, columns: Sequence[str] | None = None) -> LatestRows:
         """The latest rows of engine ``e`` (its rank) in bucket ``b``, in key order: a stretch
         of the canonical order (engine by engine, bucket after bucket). The carried
-        ``columns`` come from the bucket's spill file, read once here; any other column is
-        read from the parts when asked for."""
+        ``columns`` (those of them named, when ``columns`` is given: a split made for two
+        readers) come from the bucket's spill file, read once here; any other column is read
+        from the parts when asked for."""
         import numpy as np
 
         take = self.cell_positions(e, b)
         held = None
-        if self.columns:
+        wanted = self.columns if columns is None else tuple(c for c in self.columns if c in columns)
+        if wanted:
             path = self.dir / f"rows-{b}-{e}.arrow"
             if path.exists():
+                fields = [self.columns.index(c) for c in wanted]
+                options = pa.ipc.IpcReadOptions(included_fields=fields)
                 with pa.OSFile(str(path)) as src:
-                    held = pa.ipc.open_file(src).read_all()
+                    held = pa.ipc.open_file(src, options=options).read_all()
             else:  # the engine has no row in this bucket
-                held = pa.table({c: pa.array([], RAW_SCHEMA.field(c).type) for c in self.columns})
+                held = pa.table({c: pa.array([], RAW_SCHEMA.field(c).type) for c in wanted})
         return rows_at(self.paths, self.sizes, np.asarray(take, dtype=np.int64), held)
 
     def rows_at(self, at: Any) -> LatestRows:
