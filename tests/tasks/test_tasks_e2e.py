@@ -252,8 +252,9 @@ def _graded_by_chunk_is_graded_whole(root: Path, name: str, tmp: Path) -> None:
     """The grade stage a key-prefix bucket at a time (``stages.chunked``, as past 2^18 rows)
     writes the file the workflow wrote grading every row at once: each judge's replies in
     both orders, which sit in other rows and so other buckets, reach their answers."""
+    from sealedeval.canonical import dumps
     from sealedeval.config import load_config
-    from sealedeval.plugins import get_suite
+    from sealedeval.plugins import AnalyzeContext, get_suite
     from sealedeval.stages import artifacts, chunked, pipeline
     from sealedeval.store.raw import raw_files
 
@@ -271,3 +272,11 @@ def _graded_by_chunk_is_graded_whole(root: Path, name: str, tmp: Path) -> None:
     n = chunked.grade_by_chunk(cfg, suite, files, items_for, out, {"stage_key": key}, bucket_rows=1)
     assert n == pq.ParquetFile(whole).metadata.num_rows
     assert out.read_bytes() == whole.read_bytes()
+    # ... and the analysis reading those rows a bucket at a time is the workflow's analysis
+    written = artifacts.read_analysis(artifacts.analysis_path(root, name))["analysis"]
+    with chunked.row_chunks(suite, files, whole, bucket_rows=1) as found:
+        assert found is not None
+        src, hashes = found
+        items = items_for(hashes)
+        ctx = AnalyzeContext(cfg=cfg, items=items, graded=(), rows=(), chunks=src)
+        assert dumps(suite.analyze(ctx)) == dumps(written)
