@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
 _orjson: ModuleType | None
 try:  # a declared dependency (DVC needs it too); the stdlib path gives the same bytes
@@ -50,6 +50,13 @@ def dumps(obj: Any) -> str:
         json.dumps(normalise(obj), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
         + "\n"
     )
+
+
+def dump(obj: Any, fh: TextIO) -> None:
+    """``dumps(obj)`` written to ``fh`` as it is encoded: the same text without holding it
+    (a 97 MB analysis document was ~0.7 GB more as one string and its encoder's pieces)."""
+    json.dump(normalise(obj), fh, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    fh.write("\n")
 
 
 _encode_compact = json.JSONEncoder(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -372,3 +373,30 @@ def test_graded_chunks_write_the_file_of_all_their_rows(
         assert not any((tmp / "spill").iterdir())  # each chunk's file removed once copied
     finally:
         mp.undo()
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=5), json_values, max_size=5))
+def test_an_analysis_document_is_written_as_its_canonical_text(doc: dict[str, Any]) -> None:
+    """``write_analysis`` encodes into the file as it goes (``canonical.dump``): the bytes are
+    ``canonical.dumps``' text, rounded floats and non-finite ones as null included."""
+    import tempfile
+
+    from sealedeval.canonical import dumps
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doc.json"
+        artifacts.write_analysis(path, doc)
+        assert path.read_text(encoding="utf-8") == dumps(doc)

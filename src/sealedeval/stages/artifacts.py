@@ -26,9 +26,9 @@ from typing import Any, NamedTuple, overload
 
 import pyarrow.parquet as pq
 
-from sealedeval.canonical import compact, dumps
+from sealedeval.canonical import compact, dump
 from sealedeval.errors import UserError
-from sealedeval.fsutil import atomic_path, write_text_atomic
+from sealedeval.fsutil import atomic_path
 from sealedeval.store.arrow import pa
 from sealedeval.store.columns import (
     Coded,
@@ -1258,7 +1258,9 @@ def _shared_zeros(column: Sequence[Any], before: Sequence[Sequence[Any]]) -> Seq
 
 
 def write_analysis(path: Path, doc: Mapping[str, Any]) -> None:
-    write_text_atomic(path, dumps(doc))
+    """The analysis document as canonical JSON, encoded into the file as it goes (``dump``)."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        dump(doc, fh)
 
 
 def read_analysis(path: Path) -> dict[str, Any]:
