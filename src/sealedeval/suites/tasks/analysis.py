@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -49,7 +49,7 @@ from sealedeval.graders import judge as jg
 from sealedeval.graders.kinds import verdict as jv
 from sealedeval.plugins import RowChunk, RowChunks
 from sealedeval.seal.design import EXPLORATORY_FAMILY
-from sealedeval.stages.artifacts import GradedRows, graded_column
+from sealedeval.stages.artifacts import graded_column
 from sealedeval.stages.grade import IDENTITY_COLUMNS
 from sealedeval.stats.comparisons import (
     BINARY_TEST,
@@ -70,7 +70,7 @@ from sealedeval.stats.metrics import (
     rate_metric,
     sort_metrics,
 )
-from sealedeval.store.raw import RowsAt, record_column
+from sealedeval.store.raw import record_column
 from sealedeval.suites.tasks.data import AuditLabel, Data, answerable
 from sealedeval.suites.tasks.grading import ABSTAINED, CORRECT, ERROR, WRONG
 from sealedeval.suites.tasks.plan import ANSWER, audit_items, parse_judge_condition
@@ -263,7 +263,7 @@ class _Engine:
         """The answer rows of a stretch (``answers``: their indices in it) and their grades."""
         rows = chunk.rows
         keys, items, statuses, kinds, finish, cost, latency, t_in, t_out = (
-            _raw_column(rows, c)
+            _column(rows, c, record_column)
             for c in (
                 "request_key",
                 "item_id",
@@ -342,7 +342,13 @@ class _Engine:
             judged = self.judged.get(gid)
             if judged is not None and statuses[j] == "ok":
                 judged.n_answers += 1
-                if _gradable_fields(statuses[j], graders[j], details[j]):
+                # a judge as the primary grader: its row's fields say, not its category
+                judgeable = (
+                    gradable
+                    if gid != primary
+                    else _gradable_fields(statuses[j], graders[j], details[j])
+                )
+                if judgeable:
                     judged.n_judged += 1
                     judged.n_pass += bool(passed[j])
                     agreed = (details[j] or {}).get("consistent")
@@ -404,7 +410,8 @@ class _JudgeCalls:
             return
         rows = chunk.rows
         conds, statuses, kinds, cost = (
-            _raw_column(rows, c) for c in ("condition", "status", "error_kind", "cost_usd")
+            _column(rows, c, record_column)
+            for c in ("condition", "status", "error_kind", "cost_usd")
         )
         if engine not in self.by_engine:
             first = rows[calls[0]]["model"]
@@ -431,21 +438,18 @@ class _JudgeCalls:
             self.on_answers[judged].add(values)
 
 
-def _raw_column(rows: Sequence[Row], name: str) -> Sequence[Any]:
-    """A raw column (``None`` where a hand-made row lacks it: ``finish_reason``)."""
+def _column(
+    rows: Sequence[Row],
+    name: str,
+    read: Callable[[Sequence[Row], str], Sequence[Any]] = graded_column,
+) -> Sequence[Any]:
+    """A graded column (``read``: ``record_column`` for a raw one), by column where the rows
+    hold columns; ``None`` where a hand-made row lacks it (``finish_reason``)."""
     try:
-        return record_column(rows, name)
+        column: Sequence[Any] = read(rows, name)
     except KeyError:
         return [r.get(name) for r in rows]
-
-
-def _column(graded: Sequence[Row], name: str) -> Sequence[Any]:
-    """A graded column (``None`` where a hand-made row lacks it)."""
-    if isinstance(graded, GradedRows) or (
-        isinstance(graded, RowsAt) and isinstance(graded.base, GradedRows)
-    ):
-        return graded_column(graded, name)
-    return [g.get(name) for g in graded]
+    return column
 
 
 def _gradable_fields(status: Any, grader: Any, details: Any) -> bool:
@@ -1108,7 +1112,7 @@ def _items_table(
                 "mean": sum(v) / len(v) if v else None,
                 "passed": reduce_outcomes(v, data.spec.reduce) if v else None,
             }
-    return dict(out)
+    return out
 
 
 def _sequential(data: Data, items: Sequence[Row], engines: Mapping[str, _Engine]) -> dict[str, Any]:
